@@ -1,0 +1,90 @@
+"""Shared fixtures: one real etcd and one real Postgres per test run.
+
+Each test gets its own database, cloned from a template (migrated once per
+run as migrations land), and its own etcd key prefix, deleted afterwards.
+Services are started lazily: a run of unit tests alone starts nothing.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Iterator, Mapping
+from pathlib import Path
+
+import aetcd
+import psycopg
+import pytest
+from psycopg import sql
+
+from wheel.eventloop import loop_factory
+from wheel.local import LocalServices
+
+TEMPLATE_DATABASE = "wheel_template"
+
+
+def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> Mapping[str, object]:
+    """Async tests run on the loop wheel runs on (uvloop where installed)."""
+    factory = loop_factory()
+    return {factory.__module__.split(".")[0]: factory}
+
+
+def service_data_root() -> Path:
+    """A fresh directory for server data that Postgres's user can reach when we are root.
+
+    Not pytest's tmp_path: /tmp/pytest-of-root is private to root by design.
+    """
+    root = Path(tempfile.mkdtemp(prefix="wheel-test-"))
+    root.chmod(0o755)  # ours, made for this; nothing above it is loosened
+    return root
+
+
+@pytest.fixture(scope="session")
+def local_services() -> Iterator[LocalServices]:
+    """etcd and Postgres, started once for the whole run."""
+    root = service_data_root()
+    try:
+        with LocalServices.start(root, durable=False) as services:
+            with psycopg.connect(services.postgres.dsn(), autocommit=True) as conn:
+                create = sql.SQL("CREATE DATABASE {}")
+                conn.execute(create.format(sql.Identifier(TEMPLATE_DATABASE)))
+            yield services
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def database_dsn(local_services: LocalServices) -> Iterator[str]:
+    """A DSN of a database of this test's own, cloned from the template."""
+    name = f"test_{uuid.uuid4().hex}"
+    admin = local_services.postgres.dsn()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name), sql.Identifier(TEMPLATE_DATABASE)
+            )
+        )
+    yield local_services.postgres.dsn(name)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def etcd_prefix() -> str:
+    """An etcd key prefix of this test's own."""
+    return f"/wheel-test/{uuid.uuid4().hex}/"
+
+
+@pytest.fixture
+async def etcd_client(
+    local_services: LocalServices, etcd_prefix: str
+) -> AsyncIterator[aetcd.Client]:
+    """A connected etcd client; everything under `etcd_prefix` is deleted afterwards."""
+    client = aetcd.Client(host="127.0.0.1", port=local_services.etcd.port)
+    await client.connect()
+    try:
+        yield client
+    finally:
+        await client.delete_prefix(etcd_prefix.encode())
+        await client.close()

@@ -1,0 +1,51 @@
+"""The fixtures give each test a real Postgres database and etcd prefix of its own."""
+
+from __future__ import annotations
+
+import aetcd
+import psycopg
+
+from tests.conftest import TEMPLATE_DATABASE
+from wheel.local import LocalServices
+
+
+async def test_a_test_can_write_to_both(
+    database_dsn: str, etcd_client: aetcd.Client, etcd_prefix: str
+) -> None:
+    async with await psycopg.AsyncConnection.connect(database_dsn) as conn:
+        await conn.execute("CREATE TABLE probe (id int PRIMARY KEY, note text)")
+        await conn.execute("INSERT INTO probe VALUES (1, 'written')")
+        row = await (await conn.execute("SELECT note FROM probe WHERE id = 1")).fetchone()
+    assert row == ("written",)
+
+    key = f"{etcd_prefix}probe".encode()
+    await etcd_client.put(key, b"written")
+    got = await etcd_client.get(key)
+    assert got is not None
+    assert got.value == b"written"
+
+
+def test_each_test_has_its_own_database(database_dsn: str, local_services: LocalServices) -> None:
+    with psycopg.connect(database_dsn) as conn:
+        conn.execute("CREATE TABLE mine (id int)")
+        name = conn.execute("SELECT current_database()").fetchone()
+    assert name is not None
+    assert name[0].startswith("test_")
+    # The template stays clean: the next test's clone will not see this table.
+    with psycopg.connect(local_services.postgres.dsn(TEMPLATE_DATABASE)) as conn:
+        found = conn.execute("SELECT to_regclass('mine')").fetchone()
+    assert found == (None,)
+
+
+async def test_the_etcd_prefix_is_emptied_after_each_test(
+    local_services: LocalServices, etcd_prefix: str
+) -> None:
+    client = aetcd.Client(host="127.0.0.1", port=local_services.etcd.port)
+    await client.connect()
+    try:
+        # The previous test wrote under its own prefix; nothing of any test survives it.
+        leftovers = await client.get_prefix(b"/wheel-test/")
+        assert [kv.key for kv in leftovers] == []
+        assert etcd_prefix.startswith("/wheel-test/")
+    finally:
+        await client.close()

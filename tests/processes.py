@@ -1,0 +1,45 @@
+"""Watching processes the tests did not start themselves (servers' pids)."""
+
+from __future__ import annotations
+
+import os
+import select
+from pathlib import Path
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting to be reaped has exited: not alive)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")
+
+
+def children(pid: int) -> list[int]:
+    """Direct children of `pid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("PPid:") and int(line.split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def wait_for_exit(pid: int, timeout_s: float) -> bool:
+    """Block until `pid` exits (via a pidfd: an event, not a polling sleep)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        readable, _, _ = select.select([fd], [], [], timeout_s)
+        return bool(readable) or not alive(pid)
+    finally:
+        os.close(fd)
