@@ -1,0 +1,47 @@
+# wheel's two commands: `make dev` (a local cluster in the foreground) and
+# `make test` (lint, types, tests). Both create .venv on first use; wheel
+# always lives in its own virtual environment (PyPA's `wheel` shares its
+# import name).
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip --disable-pip-version-check --quiet
+
+.PHONY: dev test lint typecheck pytest protos clean
+
+$(VENV)/.python-ok:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
+	  { echo "wheel needs Python >= 3.11; '$(PYTHON)' is $$($(PYTHON) --version 2>&1). Set PYTHON=..." >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+	@touch $@
+
+$(VENV)/.installed-base: $(VENV)/.python-ok pyproject.toml
+	$(PIP) install -e .
+	@touch $@
+
+$(VENV)/.installed-test: $(VENV)/.python-ok pyproject.toml
+	$(PIP) install -e '.[test]'
+	@touch $@ $(VENV)/.installed-base
+
+dev: $(VENV)/.installed-base
+	$(VENV)/bin/wheel dev $(ARGS)
+
+test: lint typecheck pytest
+
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check src tests scripts
+	$(VENV)/bin/ruff format --check src tests scripts
+
+typecheck: $(VENV)/.installed-test
+	$(VENV)/bin/mypy
+
+pytest: $(VENV)/.installed-test
+	$(PY) -m pytest $(ARGS)
+
+protos: $(VENV)/.installed-test
+	$(PY) scripts/gen_protos.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,1 @@
+"""The Python SDK: an asyncio client and the sync client that wraps it."""

@@ -1,0 +1,1 @@
+"""etcd: sessions and leases, partition ownership by rendezvous hashing, epochs, registry."""

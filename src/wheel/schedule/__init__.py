@@ -1,0 +1,1 @@
+"""Schedules: cron in IANA zones with explicit DST rules, smearing, previews (pure)."""

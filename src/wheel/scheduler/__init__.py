@@ -1,0 +1,1 @@
+"""The scheduler node: loader, materialiser, dispatcher, recorder, reaper, API servicers."""

@@ -1,0 +1,1 @@
+"""Postgres, the source of truth: migrations, queries, fenced batch operations."""
