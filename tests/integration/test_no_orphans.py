@@ -37,10 +37,12 @@ def test_servers_die_with_their_parent(kill_with: signal.Signals) -> None:
     ) as holder:
         assert holder.stdout is not None
         pids = json.loads(holder.stdout.readline())
+        assert alive(pids["etcd"])
+        assert alive(pids["postgres"])
+        # Postgres's background processes; some (autovacuum workers) come and go.
         backends = children(pids["postgres"])
-        watched = [pids["etcd"], pids["postgres"], *backends]
         assert backends, "a running postmaster has background processes"
-        assert all(alive(pid) for pid in watched)
+        watched = [pids["etcd"], pids["postgres"], *backends]
 
         holder.send_signal(kill_with)
         holder.wait(timeout=10)
@@ -54,7 +56,7 @@ def test_stopping_services_ends_every_process() -> None:
     root = service_data_root()
     services = LocalServices.start(root, durable=False)
     watched = [services.etcd.process.pid, services.postgres.process.pid]
-    watched += children(services.postgres.process.pid)
+    watched += children(services.postgres.process.pid)  # transient ones may already be gone
     assert services.stop(), "both servers stop on their shutdown signal, without SIGKILL"
     assert services.postgres.process.returncode == 0
     assert not any(alive(pid) for pid in watched)
