@@ -8,7 +8,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check --quiet
 
-.PHONY: dev test lint typecheck pytest protos clean
+.PHONY: dev test lint typecheck pytest protos bench clean
 
 $(VENV)/.python-ok:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
@@ -31,14 +31,18 @@ dev: $(VENV)/.installed-base
 test: lint typecheck pytest
 
 lint: $(VENV)/.installed-test
-	$(VENV)/bin/ruff check src tests scripts
-	$(VENV)/bin/ruff format --check src tests scripts
+	$(VENV)/bin/ruff check src tests scripts benchmarks
+	$(VENV)/bin/ruff format --check src tests scripts benchmarks
 
 typecheck: $(VENV)/.installed-test
 	$(VENV)/bin/mypy
 
 pytest: $(VENV)/.installed-test
 	$(PY) -m pytest $(ARGS)
+
+# Benchmarks print tables; figures are kept in docs/benchmarks.md, never asserted in tests.
+bench: $(VENV)/.installed-test
+	$(PY) benchmarks/local_services_startup.py
 
 protos: $(VENV)/.installed-test
 	$(PY) scripts/gen_protos.py
