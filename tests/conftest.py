@@ -1,7 +1,7 @@
 """Shared fixtures: one real etcd and one real Postgres per test run.
 
-Each test gets its own database, cloned from a template (migrated once per
-run as migrations land), and its own etcd key prefix, deleted afterwards.
+Each test gets its own database, cloned from a template migrated once per
+run, and its own etcd key prefix, deleted afterwards.
 Services are started lazily: a run of unit tests alone starts nothing.
 """
 
@@ -18,8 +18,10 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from wheel import eventloop
 from wheel.eventloop import loop_factory
 from wheel.local import LocalServices
+from wheel.store import Store, migrate
 
 TEMPLATE_DATABASE = "wheel_template"
 
@@ -49,6 +51,7 @@ def local_services() -> Iterator[LocalServices]:
             with psycopg.connect(services.postgres.dsn(), autocommit=True) as conn:
                 create = sql.SQL("CREATE DATABASE {}")
                 conn.execute(create.format(sql.Identifier(TEMPLATE_DATABASE)))
+            eventloop.run(migrate(services.postgres.dsn(TEMPLATE_DATABASE)))
             yield services
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -68,6 +71,16 @@ def database_dsn(local_services: LocalServices) -> Iterator[str]:
     yield local_services.postgres.dsn(name)
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+async def store(database_dsn: str) -> AsyncIterator[Store]:
+    """A store over this test's own (migrated) database."""
+    opened = await Store.open(database_dsn, min_size=1, max_size=8)
+    try:
+        yield opened
+    finally:
+        await opened.close()
 
 
 @pytest.fixture

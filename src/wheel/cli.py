@@ -10,6 +10,7 @@ import click
 
 from wheel import devcluster, eventloop
 from wheel.errors import WheelError
+from wheel.store.migrate import migrate as migrate_schema
 
 CONTEXT = {"auto_envvar_prefix": "WHEEL", "help_option_names": ["-h", "--help"]}
 
@@ -46,12 +47,31 @@ def dev(data_dir: Path | None, etcd_port: int, postgres_port: int) -> None:
     ) as services:
         devcluster.ensure_database(services.postgres.dsn(), devcluster.DATABASE)
         dsn = services.postgres.dsn(devcluster.DATABASE)
+        for migration in eventloop.run(migrate_schema(dsn)):
+            click.echo(f"applied migration {migration.number:04d}_{migration.name}")
         devcluster.write_state(services, dsn)
         click.echo(devcluster.describe(services, dsn))
         click.echo("wheel dev: ready", err=False)
         received = eventloop.run(devcluster.wait_for_stop_signal())
         click.echo(f"wheel dev: {received.name} received, stopping")
     click.echo("wheel dev: stopped")
+
+
+@cli.command()
+@click.option(
+    "--dsn",
+    envvar="WHEEL_POSTGRES_DSN",
+    required=True,
+    help="Postgres connection URI (env WHEEL_POSTGRES_DSN; keep passwords out of shell history).",
+)
+def migrate(dsn: str) -> None:
+    """Bring the database schema up to date (safe to run from several processes at once)."""
+    from wheel.store import migrate as run_migrations
+
+    applied = eventloop.run(run_migrations(dsn))
+    for migration in applied:
+        click.echo(f"applied {migration.number:04d}_{migration.name}")
+    click.echo("schema up to date" if applied else "schema already up to date")
 
 
 def main() -> None:

@@ -3,7 +3,15 @@
     WheelError
     ├── ConfigError            a configuration value is invalid (names the field)
     ├── PackageConflictError   `import wheel` is not this project
-    └── LocalServiceError      an embedded etcd or Postgres failed to start or stop
+    ├── LocalServiceError      an embedded etcd or Postgres failed to start or stop
+    ├── NotFound               no such job / execution / tenant (for this tenant)
+    ├── Conflict               the write lost a race or breaks a rule of state
+    │   ├── VersionConflict    an update named a version that is no longer current
+    │   └── InvalidTransition  the object is not in a state that allows this
+    ├── InvalidArgument        a request value is invalid (names the field)
+    └── StoreError             Postgres failed (translated once, in wheel.store)
+        ├── StoreUnavailable   cannot reach Postgres now: retry later, nothing lost
+        └── MigrationError     the schema cannot be brought up to date
 
 Later layers add their branches here (store, coordinator, API). Errors carry
 the context needed to act on them; expected outcomes are return values.
@@ -25,6 +33,61 @@ class ConfigError(WheelError):
         super().__init__(f"{field}: {reason}")
         self.field = field
         self.reason = reason
+
+
+class InvalidArgument(WheelError):
+    """A request value is invalid; nothing was written."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+class NotFound(WheelError):
+    """The object does not exist, or is not the caller's to see."""
+
+    def __init__(self, kind: str, ident: object) -> None:
+        super().__init__(f"{kind} {ident} not found")
+        self.kind = kind
+        self.ident = ident
+
+
+class Conflict(WheelError):
+    """The write conflicts with the object's current state."""
+
+
+class VersionConflict(Conflict):
+    """An update was based on a version that is no longer current."""
+
+    def __init__(self, kind: str, ident: object, expected: int, current: int) -> None:
+        super().__init__(
+            f"{kind} {ident} is at version {current}, not {expected}: "
+            "re-read it and apply the change again"
+        )
+        self.expected = expected
+        self.current = current
+
+
+class InvalidTransition(Conflict):
+    """The object is not in a state that allows the operation."""
+
+    def __init__(self, kind: str, ident: object, state: str, operation: str) -> None:
+        super().__init__(f"cannot {operation} {kind} {ident}: it is {state}")
+        self.state = state
+        self.operation = operation
+
+
+class StoreError(WheelError):
+    """Postgres failed in a way the caller did not expect."""
+
+
+class StoreUnavailable(StoreError):
+    """Postgres cannot be reached now; the operation did not happen and may be retried."""
+
+
+class MigrationError(StoreError):
+    """The schema cannot be brought up to date."""
 
 
 class PackageConflictError(WheelError):

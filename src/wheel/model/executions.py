@@ -1,0 +1,166 @@
+"""Executions (occurrences of a job) and their attempts."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+
+from wheel.model.ids import ExecutionKey, PartitionId, TenantId
+
+
+class ExecutionStatus(enum.StrEnum):
+    """Where an occurrence is. The last five are terminal and visible."""
+
+    PENDING = "pending"
+    DISPATCHED = "dispatched"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    DEAD = "dead"
+    SKIPPED = "skipped"
+    NEEDS_REVIEW = "needs_review"
+    CANCELLED = "cancelled"
+
+
+LEASED = (ExecutionStatus.DISPATCHED, ExecutionStatus.RUNNING)
+
+
+class Outcome(enum.StrEnum):
+    """How one attempt ended."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    NOT_STARTED = "not_started"
+    """The executor declined it before the handler started (e.g. draining)."""
+    LEASE_EXPIRED = "lease_expired"
+    """No result and no heartbeat in time: counted as a failed attempt."""
+
+
+class Trigger(enum.StrEnum):
+    """Why an occurrence exists."""
+
+    SCHEDULE = "schedule"
+    MANUAL = "manual"
+    BACKFILL = "backfill"
+
+
+@dataclass(frozen=True, slots=True)
+class NewOccurrence:
+    """An occurrence to insert (the materialiser's, a one-off's, a trigger's)."""
+
+    key: ExecutionKey
+    tenant_id: TenantId
+    partition: PartitionId
+    job_version: int
+    fire_at: datetime
+    """scheduled_for plus smear: when the wheel fires it."""
+    priority: int = 0
+    trigger: Trigger = Trigger.SCHEDULE
+
+
+@dataclass(frozen=True, slots=True)
+class DueOccurrence:
+    """A pending occurrence as the loader puts it in the timing wheel."""
+
+    key: ExecutionKey
+    partition: PartitionId
+    fire_at: datetime
+    priority: int
+    job_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """An occurrence this node now holds: dispatch it with this fence before the lease ends."""
+
+    key: ExecutionKey
+    tenant_id: TenantId
+    partition: PartitionId
+    fence: int
+    attempt: int
+    lease_until: datetime
+    job_version: int
+    task_type: str
+    payload: bytes
+    pool: str
+    priority: int
+    timeout_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Fenced:
+    """A reference to an execution as of one dispatch: heartbeats and results carry it."""
+
+    key: ExecutionKey
+    fence: int
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptResult:
+    """What an executor (or the reaper) reports about one attempt."""
+
+    key: ExecutionKey
+    fence: int
+    outcome: Outcome
+    executor_id: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A result the store accepted, and the state it decided."""
+
+    key: ExecutionKey
+    fence: int
+    status: ExecutionStatus
+    fire_at: datetime
+    """For a retry: the backoff instant it fires again."""
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class Stale:
+    """A write refused because its fence is no longer current."""
+
+    key: ExecutionKey
+    fence: int
+    current_fence: int | None
+    """None when the execution does not exist (e.g. dropped by retention)."""
+    status: ExecutionStatus | None
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    number: int
+    fence: int
+    executor_id: str | None
+    started_at: datetime | None
+    finished_at: datetime
+    outcome: Outcome
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """One occurrence as users see it."""
+
+    key: ExecutionKey
+    tenant_id: TenantId
+    partition: PartitionId
+    job_version: int
+    status: ExecutionStatus
+    fire_at: datetime
+    attempt: int
+    fence: int
+    lease_until: datetime | None
+    executor_id: str | None
+    priority: int
+    trigger: Trigger
+    reason: str | None
+    error: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    attempts: tuple[Attempt, ...] = ()

@@ -1,0 +1,164 @@
+"""Jobs: the definition a tenant registers (as opposed to its executions)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from wheel.errors import InvalidArgument
+from wheel.model.ids import JobId, PartitionId, TenantId
+
+MAX_NAME_LENGTH = 200
+MAX_ATTEMPTS = 100
+MAX_PAYLOAD_BYTES = 1 << 20
+
+
+class ScheduleKind(enum.StrEnum):
+    NOW = "now"
+    AT = "at"
+    CRON = "cron"
+
+
+class DstGap(enum.StrEnum):
+    """What a fixed-time expression does with a wall time that a spring-forward skips."""
+
+    DEFAULT = "default"
+    SHIFT = "shift"
+    SKIP = "skip"
+
+
+class DstFold(enum.StrEnum):
+    """What a fixed-time expression does with a wall time that a fall-back repeats."""
+
+    DEFAULT = "default"
+    FIRST = "first"
+    LAST = "last"
+    BOTH = "both"
+
+
+class MisfirePolicy(enum.StrEnum):
+    SKIP = "skip"
+    FIRE_ONCE = "fire_once"
+    FIRE_ALL = "fire_all"
+
+
+class OverlapPolicy(enum.StrEnum):
+    SKIP = "skip"
+    QUEUE = "queue"
+    ALLOW = "allow"
+
+
+class JobStatus(enum.StrEnum):
+    ACTIVE = "active"
+    PAUSED = "paused"
+    DELETED = "deleted"
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """When a job runs: now, at an instant, or on a cron expression in a zone."""
+
+    kind: ScheduleKind
+    at: datetime | None = None
+    """The instant of an AT schedule (UTC)."""
+    cron: str | None = None
+    """The expression of a CRON schedule."""
+    time_zone: str = "UTC"
+    """IANA zone the expression is read in."""
+    starts_at: datetime | None = None
+    ends_at: datetime | None = None
+    smear: timedelta = timedelta(0)
+    """A stable offset within this window is added to every occurrence."""
+    dst_gap: DstGap = DstGap.DEFAULT
+    dst_fold: DstFold = DstFold.DEFAULT
+
+    def __post_init__(self) -> None:
+        if (self.kind is ScheduleKind.AT) != (self.at is not None):
+            raise InvalidArgument("schedule.at", "required for, and only for, an 'at' schedule")
+        if (self.kind is ScheduleKind.CRON) != bool(self.cron):
+            raise InvalidArgument("schedule.cron", "required for, and only for, a cron schedule")
+        for name in ("at", "starts_at", "ends_at"):
+            instant = getattr(self, name)
+            if instant is not None and instant.tzinfo is None:
+                raise InvalidArgument(f"schedule.{name}", "must carry a time zone (UTC offset)")
+        if self.starts_at and self.ends_at and self.ends_at <= self.starts_at:
+            raise InvalidArgument("schedule.ends_at", "must be after schedule.starts_at")
+        if self.smear < timedelta(0):
+            raise InvalidArgument("schedule.smear", "must not be negative")
+
+
+@dataclass(frozen=True, slots=True)
+class Policies:
+    """Per-job policies; defaults are the design's."""
+
+    max_attempts: int = 3
+    backoff_base: timedelta = timedelta(seconds=1)
+    backoff_cap: timedelta = timedelta(minutes=5)
+    idempotent: bool = True
+    """False: once an attempt may have started, never retry automatically (needs_review)."""
+    misfire: MisfirePolicy = MisfirePolicy.FIRE_ONCE
+    misfire_grace: timedelta = timedelta(seconds=60)
+    misfire_replay_cap: int = 100
+    overlap: OverlapPolicy = OverlapPolicy.SKIP
+    timeout: timedelta = timedelta(hours=1)
+    priority: int = 0
+    pool: str = "default"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_attempts <= MAX_ATTEMPTS:
+            raise InvalidArgument(
+                "policies.max_attempts", f"{self.max_attempts} is not in 1-{MAX_ATTEMPTS}"
+            )
+        if self.backoff_base < timedelta(0):
+            raise InvalidArgument("policies.backoff_base", "must not be negative")
+        if self.backoff_cap < self.backoff_base:
+            raise InvalidArgument("policies.backoff_cap", "must not be below backoff_base")
+        if self.misfire_grace < timedelta(0):
+            raise InvalidArgument("policies.misfire_grace", "must not be negative")
+        if self.misfire_replay_cap < 1:
+            raise InvalidArgument("policies.misfire_replay_cap", "must be at least 1")
+        if self.timeout <= timedelta(0):
+            raise InvalidArgument("policies.timeout", "must be positive")
+        if not self.pool.strip():
+            raise InvalidArgument("policies.pool", "must not be empty")
+        if not -(2**31) <= self.priority < 2**31:
+            raise InvalidArgument("policies.priority", "must fit in 32 bits")
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """What a tenant asks for; the store adds identity, partition and bookkeeping."""
+
+    name: str
+    task_type: str
+    schedule: Schedule
+    payload: bytes = b""
+    policies: Policies = field(default_factory=Policies)
+
+    def __post_init__(self) -> None:
+        if not self.name.strip():
+            raise InvalidArgument("name", "must not be empty")
+        if len(self.name) > MAX_NAME_LENGTH:
+            raise InvalidArgument("name", f"longer than {MAX_NAME_LENGTH} characters")
+        if not self.task_type.strip():
+            raise InvalidArgument("task_type", "must not be empty")
+        if len(self.payload) > MAX_PAYLOAD_BYTES:
+            raise InvalidArgument("payload", f"larger than {MAX_PAYLOAD_BYTES} bytes")
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A stored job."""
+
+    id: JobId
+    tenant_id: TenantId
+    spec: JobSpec
+    status: JobStatus
+    version: int
+    """Grows with every edit of the definition; updates name the version they edit."""
+    partition: PartitionId
+    materialised_to: datetime | None
+    """Occurrences exist up to this instant (the materialiser's cursor)."""
+    created_at: datetime
+    updated_at: datetime

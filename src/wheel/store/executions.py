@@ -1,0 +1,149 @@
+"""Executions as tenants see them: list, get with every attempt, retry, cancel."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import UTC, datetime
+from typing import Any
+
+from psycopg.rows import dict_row
+
+from wheel.errors import InvalidTransition, NotFound
+from wheel.model.executions import Attempt, Execution, ExecutionStatus, Outcome, Trigger
+from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId
+from wheel.store import pagination
+from wheel.store.pool import Pool
+from wheel.store.queries import sql
+from wheel.store.translate import translated
+
+_BEGINNING = datetime(1, 1, 2, tzinfo=UTC)
+_END = datetime(9999, 1, 1, tzinfo=UTC)
+_MAX_UUID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
+RETRYABLE = (ExecutionStatus.DEAD, ExecutionStatus.NEEDS_REVIEW)
+CANCELLABLE = (ExecutionStatus.PENDING,)
+
+
+def execution_from_row(row: dict[str, Any], attempts: tuple[Attempt, ...] = ()) -> Execution:
+    return Execution(
+        key=ExecutionKey(JobId(row["job_id"]), row["scheduled_for"]),
+        tenant_id=TenantId(row["tenant_id"]),
+        partition=PartitionId(row["partition"]),
+        job_version=row["job_version"],
+        status=ExecutionStatus(row["status"]),
+        fire_at=row["fire_at"],
+        attempt=row["attempt"],
+        fence=row["fence"],
+        lease_until=row["lease_until"],
+        executor_id=row["executor_id"],
+        priority=row["priority"],
+        trigger=Trigger(row["trigger"]),
+        reason=row["reason"],
+        error=row["error"],
+        created_at=row["created_at"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        attempts=attempts,
+    )
+
+
+class Executions:
+    """A tenant's view of its executions."""
+
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
+
+    async def list(
+        self,
+        tenant_id: TenantId,
+        *,
+        job_id: JobId | None = None,
+        statuses: Collection[ExecutionStatus] = (),
+        scheduled_after: datetime | None = None,
+        scheduled_before: datetime | None = None,
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> tuple[list[Execution], str]:
+        """A page of executions, newest scheduled first, and the next page's token ('' at end)."""
+        limit = pagination.page_size(page_size)
+        after = pagination.decode(page_token)
+        params = {
+            "tenant_id": tenant_id,
+            "job_id": job_id,
+            "statuses": [s.value for s in statuses] or None,
+            "scheduled_after": scheduled_after or _BEGINNING,
+            "scheduled_before": scheduled_before or _END,
+            "after_scheduled_for": after[0] if after else _END,
+            "after_job_id": after[1] if after else _MAX_UUID,
+            "limit": limit,
+        }
+        async with translated(), self._pool.connection() as conn:
+            cursor = conn.cursor(row_factory=dict_row)
+            await cursor.execute(sql("list_executions"), params)
+            found = [execution_from_row(row) for row in await cursor.fetchall()]
+        if len(found) < limit:
+            return found, ""
+        last = found[-1].key
+        return found, pagination.encode(last.scheduled_for, last.job_id)
+
+    async def get(self, tenant_id: TenantId, key: ExecutionKey) -> Execution:
+        """The execution with every attempt, or NotFound (also when it is another tenant's)."""
+        where = {"job_id": key.job_id, "scheduled_for": key.scheduled_for, "tenant_id": tenant_id}
+        async with translated(), self._pool.connection() as conn:
+            cursor = conn.cursor(row_factory=dict_row)
+            await cursor.execute(sql("get_execution"), where)
+            row = await cursor.fetchone()
+            if row is None:
+                raise NotFound("execution", key.id)
+            await cursor.execute(sql("attempts_of"), where)
+            attempts = tuple(
+                Attempt(
+                    number=a["number"],
+                    fence=a["fence"],
+                    executor_id=a["executor_id"],
+                    started_at=a["started_at"],
+                    finished_at=a["finished_at"],
+                    outcome=Outcome(a["outcome"]),
+                    error=a["error"],
+                )
+                for a in await cursor.fetchall()
+            )
+        return execution_from_row(row, attempts)
+
+    async def retry(self, tenant_id: TenantId, key: ExecutionKey) -> Execution:
+        """Send a dead or needs_review execution back to pending, firing now, for one more try."""
+        return await self._decide(
+            tenant_id, key, ExecutionStatus.PENDING, RETRYABLE, "retry", "manual retry"
+        )
+
+    async def cancel(self, tenant_id: TenantId, key: ExecutionKey) -> Execution:
+        """Cancel a pending execution: it will not run."""
+        return await self._decide(
+            tenant_id, key, ExecutionStatus.CANCELLED, CANCELLABLE, "cancel", "cancelled by user"
+        )
+
+    async def _decide(
+        self,
+        tenant_id: TenantId,
+        key: ExecutionKey,
+        target: ExecutionStatus,
+        allowed_from: tuple[ExecutionStatus, ...],
+        operation: str,
+        reason: str,
+    ) -> Execution:
+        async with translated(), self._pool.connection() as conn:
+            cursor = await conn.execute(
+                sql("set_execution_status"),
+                {
+                    "job_id": key.job_id,
+                    "scheduled_for": key.scheduled_for,
+                    "tenant_id": tenant_id,
+                    "status": target.value,
+                    "reason": reason,
+                    "from_statuses": [s.value for s in allowed_from],
+                },
+            )
+            changed = await cursor.fetchone()
+        current = await self.get(tenant_id, key)
+        if changed is None:
+            raise InvalidTransition("execution", key.id, current.status.value, operation)
+        return current

@@ -1,0 +1,250 @@
+"""Jobs: create, read, list, edit with a version check, pause, resume, delete.
+
+Every operation is scoped to a tenant: another tenant's job is NotFound,
+exactly like a job that does not exist.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from psycopg.rows import dict_row
+
+from wheel.errors import InvalidTransition, NotFound, VersionConflict
+from wheel.model.executions import NewOccurrence
+from wheel.model.ids import JobId, PartitionId, TenantId
+from wheel.model.jobs import (
+    DstFold,
+    DstGap,
+    Job,
+    JobSpec,
+    JobStatus,
+    MisfirePolicy,
+    OverlapPolicy,
+    Policies,
+    Schedule,
+    ScheduleKind,
+)
+from wheel.store import pagination
+from wheel.store.occurrences import Occurrences
+from wheel.store.pool import Pool
+from wheel.store.queries import sql
+from wheel.store.translate import translated
+
+_FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
+_MAX_UUID = uuid.UUID(int=(1 << 128) - 1)
+
+
+def _ms(delta: timedelta) -> int:
+    return int(delta / timedelta(milliseconds=1))
+
+
+def spec_params(spec: JobSpec) -> dict[str, Any]:
+    """A job definition as the jobs table's columns."""
+    schedule, policies = spec.schedule, spec.policies
+    return {
+        "name": spec.name,
+        "task_type": spec.task_type,
+        "payload": spec.payload,
+        "schedule_kind": schedule.kind.value,
+        "run_at": schedule.at,
+        "cron": schedule.cron,
+        "time_zone": schedule.time_zone,
+        "starts_at": schedule.starts_at,
+        "ends_at": schedule.ends_at,
+        "smear_ms": _ms(schedule.smear),
+        "dst_gap": schedule.dst_gap.value,
+        "dst_fold": schedule.dst_fold.value,
+        "max_attempts": policies.max_attempts,
+        "backoff_base_ms": _ms(policies.backoff_base),
+        "backoff_cap_ms": _ms(policies.backoff_cap),
+        "idempotent": policies.idempotent,
+        "misfire": policies.misfire.value,
+        "misfire_grace_ms": _ms(policies.misfire_grace),
+        "misfire_replay_cap": policies.misfire_replay_cap,
+        "overlap": policies.overlap.value,
+        "timeout_ms": _ms(policies.timeout),
+        "priority": policies.priority,
+        "pool": policies.pool,
+    }
+
+
+def job_from_row(row: dict[str, Any]) -> Job:
+    """A jobs row as a Job."""
+    ms = timedelta(milliseconds=1)
+    spec = JobSpec(
+        name=row["name"],
+        task_type=row["task_type"],
+        payload=bytes(row["payload"]),
+        schedule=Schedule(
+            kind=ScheduleKind(row["schedule_kind"]),
+            at=row["run_at"],
+            cron=row["cron"],
+            time_zone=row["time_zone"],
+            starts_at=row["starts_at"],
+            ends_at=row["ends_at"],
+            smear=row["smear_ms"] * ms,
+            dst_gap=DstGap(row["dst_gap"]),
+            dst_fold=DstFold(row["dst_fold"]),
+        ),
+        policies=Policies(
+            max_attempts=row["max_attempts"],
+            backoff_base=row["backoff_base_ms"] * ms,
+            backoff_cap=row["backoff_cap_ms"] * ms,
+            idempotent=row["idempotent"],
+            misfire=MisfirePolicy(row["misfire"]),
+            misfire_grace=row["misfire_grace_ms"] * ms,
+            misfire_replay_cap=row["misfire_replay_cap"],
+            overlap=OverlapPolicy(row["overlap"]),
+            timeout=row["timeout_ms"] * ms,
+            priority=row["priority"],
+            pool=row["pool"],
+        ),
+    )
+    return Job(
+        id=JobId(row["id"]),
+        tenant_id=TenantId(row["tenant_id"]),
+        spec=spec,
+        status=JobStatus(row["status"]),
+        version=row["version"],
+        partition=PartitionId(row["partition"]),
+        materialised_to=row["materialised_to"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+class Jobs:
+    """Job definitions, per tenant."""
+
+    def __init__(self, pool: Pool, occurrences: Occurrences) -> None:
+        self._pool = pool
+        self._occurrences = occurrences
+
+    async def create(
+        self,
+        tenant_id: TenantId,
+        job_id: JobId,
+        partition: PartitionId,
+        spec: JobSpec,
+        occurrences: Sequence[NewOccurrence] = (),
+    ) -> Job:
+        """Store a job and, in the same transaction, its first occurrences (a one-off's)."""
+        params = {**spec_params(spec), "id": job_id, "tenant_id": tenant_id, "partition": partition}
+        async with translated(), self._pool.connection() as conn, conn.transaction():
+            cursor = conn.cursor(row_factory=dict_row)
+            await cursor.execute(sql("insert_job"), params)
+            row = await cursor.fetchone()
+            assert row is not None
+            if occurrences:
+                await self._occurrences.insert(occurrences, conn=conn)
+        return job_from_row(row)
+
+    async def get(self, tenant_id: TenantId, job_id: JobId) -> Job:
+        """The job, or NotFound (also when it is another tenant's)."""
+        row = await self._one(sql("get_job"), {"id": job_id, "tenant_id": tenant_id})
+        if row is None:
+            raise NotFound("job", job_id)
+        return job_from_row(row)
+
+    async def list(
+        self, tenant_id: TenantId, *, page_size: int = 0, page_token: str = ""
+    ) -> tuple[list[Job], str]:
+        """A page of the tenant's jobs, newest first, and the next page's token ('' at the end)."""
+        limit = pagination.page_size(page_size)
+        after = pagination.decode(page_token) or (_FAR_FUTURE, _MAX_UUID)
+        async with translated(), self._pool.connection() as conn:
+            cursor = conn.cursor(row_factory=dict_row)
+            await cursor.execute(
+                sql("list_jobs"),
+                {
+                    "tenant_id": tenant_id,
+                    "after_created_at": after[0],
+                    "after_id": after[1],
+                    "limit": limit,
+                },
+            )
+            jobs = [job_from_row(row) for row in await cursor.fetchall()]
+        token = pagination.encode(jobs[-1].created_at, jobs[-1].id) if len(jobs) == limit else ""
+        return jobs, token
+
+    async def update(
+        self, tenant_id: TenantId, job_id: JobId, expected_version: int, spec: JobSpec
+    ) -> Job:
+        """Replace the definition if the job is still at `expected_version`; version + 1."""
+        params = {
+            **spec_params(spec),
+            "id": job_id,
+            "tenant_id": tenant_id,
+            "expected_version": expected_version,
+        }
+        row = await self._one(sql("update_job"), params)
+        if row is not None:
+            return job_from_row(row)
+        current = await self.get(tenant_id, job_id)
+        if current.status is JobStatus.DELETED:
+            raise InvalidTransition("job", job_id, current.status.value, "update")
+        raise VersionConflict("job", job_id, expected_version, current.version)
+
+    async def pause(self, tenant_id: TenantId, job_id: JobId) -> Job:
+        """Stop dispatching the job's occurrences until resumed (pausing twice is harmless)."""
+        return await self._move(tenant_id, job_id, JobStatus.PAUSED, "pause")
+
+    async def resume(self, tenant_id: TenantId, job_id: JobId) -> Job:
+        return await self._move(tenant_id, job_id, JobStatus.ACTIVE, "resume")
+
+    async def delete(self, tenant_id: TenantId, job_id: JobId) -> Job:
+        """Mark the job deleted and cancel its pending occurrences, in one transaction."""
+        async with translated(), self._pool.connection() as conn, conn.transaction():
+            cursor = conn.cursor(row_factory=dict_row)
+            await cursor.execute(
+                sql("set_job_status"),
+                {
+                    "id": job_id,
+                    "tenant_id": tenant_id,
+                    "status": JobStatus.DELETED.value,
+                    "from_statuses": [JobStatus.ACTIVE.value, JobStatus.PAUSED.value],
+                },
+            )
+            row = await cursor.fetchone()
+            if row is not None:
+                await conn.execute(
+                    sql("cancel_pending_of_job"), {"job_id": job_id, "reason": "job deleted"}
+                )
+        if row is None:
+            return await self._unchanged(tenant_id, job_id, JobStatus.DELETED, "delete")
+        return job_from_row(row)
+
+    async def _move(
+        self, tenant_id: TenantId, job_id: JobId, target: JobStatus, operation: str
+    ) -> Job:
+        source = JobStatus.PAUSED if target is JobStatus.ACTIVE else JobStatus.ACTIVE
+        row = await self._one(
+            sql("set_job_status"),
+            {
+                "id": job_id,
+                "tenant_id": tenant_id,
+                "status": target.value,
+                "from_statuses": [source.value],
+            },
+        )
+        if row is not None:
+            return job_from_row(row)
+        return await self._unchanged(tenant_id, job_id, target, operation)
+
+    async def _unchanged(
+        self, tenant_id: TenantId, job_id: JobId, target: JobStatus, operation: str
+    ) -> Job:
+        current = await self.get(tenant_id, job_id)
+        if current.status is target:
+            return current
+        raise InvalidTransition("job", job_id, current.status.value, operation)
+
+    async def _one(self, query: Any, params: dict[str, Any]) -> dict[str, Any] | None:
+        async with translated(), self._pool.connection() as conn:
+            cursor = conn.cursor(row_factory=dict_row)
+            await cursor.execute(query, params)
+            return await cursor.fetchone()

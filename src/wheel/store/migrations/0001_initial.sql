@@ -1,0 +1,226 @@
+-- 0001: wheel's initial schema.
+--
+-- Postgres is the source of truth: jobs (definitions), executions (one row
+-- per occurrence, keyed by (job_id, scheduled_for), the idempotency key),
+-- attempts (every attempt kept), tenants and their hashed API tokens, and the
+-- partition epochs that fence scheduler nodes. executions and attempts are
+-- range-partitioned by day of scheduled_for (partitions are created by
+-- wheel.store.retention), so retention is a partition drop.
+
+CREATE TYPE wheel_execution_status AS ENUM (
+    'pending', 'dispatched', 'running',
+    'succeeded', 'dead', 'skipped', 'needs_review', 'cancelled'
+);
+
+CREATE TYPE wheel_outcome AS ENUM ('succeeded', 'failed', 'not_started', 'lease_expired');
+
+CREATE TABLE tenants (
+    id              uuid PRIMARY KEY,
+    name            text NOT NULL UNIQUE CHECK (name <> ''),
+    max_in_flight   integer NOT NULL DEFAULT 1000 CHECK (max_in_flight > 0),
+    created_at      timestamptz NOT NULL DEFAULT now()
+);
+
+-- Tokens are 256-bit random secrets; only their SHA-256 is stored.
+CREATE TABLE api_tokens (
+    id              uuid PRIMARY KEY,
+    tenant_id       uuid NOT NULL REFERENCES tenants (id),
+    name            text NOT NULL,
+    token_sha256    bytea NOT NULL UNIQUE CHECK (length(token_sha256) = 32),
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    revoked_at      timestamptz
+);
+CREATE INDEX api_tokens_tenant ON api_tokens (tenant_id);
+
+CREATE TABLE jobs (
+    id                  uuid PRIMARY KEY,
+    tenant_id           uuid NOT NULL REFERENCES tenants (id),
+    name                text NOT NULL,
+    task_type           text NOT NULL,
+    payload             bytea NOT NULL DEFAULT '',
+    schedule_kind       text NOT NULL CHECK (schedule_kind IN ('now', 'at', 'cron')),
+    run_at              timestamptz,
+    cron                text,
+    time_zone           text NOT NULL DEFAULT 'UTC',
+    starts_at           timestamptz,
+    ends_at             timestamptz,
+    smear_ms            bigint NOT NULL DEFAULT 0 CHECK (smear_ms >= 0),
+    dst_gap             text NOT NULL DEFAULT 'default' CHECK (dst_gap IN ('default', 'shift', 'skip')),
+    dst_fold            text NOT NULL DEFAULT 'default'
+                        CHECK (dst_fold IN ('default', 'first', 'last', 'both')),
+    max_attempts        integer NOT NULL CHECK (max_attempts >= 1),
+    backoff_base_ms     bigint NOT NULL CHECK (backoff_base_ms >= 0),
+    backoff_cap_ms      bigint NOT NULL CHECK (backoff_cap_ms >= backoff_base_ms),
+    idempotent          boolean NOT NULL,
+    misfire             text NOT NULL CHECK (misfire IN ('skip', 'fire_once', 'fire_all')),
+    misfire_grace_ms    bigint NOT NULL CHECK (misfire_grace_ms >= 0),
+    misfire_replay_cap  integer NOT NULL CHECK (misfire_replay_cap >= 1),
+    overlap             text NOT NULL CHECK (overlap IN ('skip', 'queue', 'allow')),
+    timeout_ms          bigint NOT NULL CHECK (timeout_ms > 0),
+    priority            integer NOT NULL DEFAULT 0,
+    pool                text NOT NULL DEFAULT 'default' CHECK (pool <> ''),
+    status              text NOT NULL DEFAULT 'active'
+                        CHECK (status IN ('active', 'paused', 'deleted')),
+    version             bigint NOT NULL DEFAULT 1 CHECK (version >= 1),
+    partition           integer NOT NULL CHECK (partition >= 0),
+    materialised_to     timestamptz,
+    created_at          timestamptz NOT NULL DEFAULT now(),
+    updated_at          timestamptz NOT NULL DEFAULT now(),
+    CHECK ((schedule_kind = 'at') = (run_at IS NOT NULL)),
+    CHECK ((schedule_kind = 'cron') = (cron IS NOT NULL))
+);
+CREATE INDEX jobs_tenant_newest ON jobs (tenant_id, created_at DESC, id DESC);
+-- The materialiser's path: active cron jobs of a partition, least materialised first.
+CREATE INDEX jobs_to_materialise ON jobs (partition, materialised_to NULLS FIRST)
+    WHERE status = 'active' AND schedule_kind = 'cron';
+
+CREATE TABLE executions (
+    job_id          uuid NOT NULL,
+    scheduled_for   timestamptz NOT NULL,
+    tenant_id       uuid NOT NULL,
+    partition       integer NOT NULL,
+    job_version     bigint NOT NULL,
+    status          wheel_execution_status NOT NULL DEFAULT 'pending',
+    -- When it should fire: scheduled_for + smear, or a retry's backoff instant.
+    fire_at         timestamptz NOT NULL,
+    -- Dispatches so far; the fence grows with every dispatch and never goes back.
+    attempt         integer NOT NULL DEFAULT 0,
+    fence           bigint NOT NULL DEFAULT 0,
+    lease_until     timestamptz,
+    executor_id     text,
+    priority        integer NOT NULL DEFAULT 0,
+    trigger         text NOT NULL DEFAULT 'schedule'
+                    CHECK (trigger IN ('schedule', 'manual', 'backfill')),
+    reason          text,
+    error           text,
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    dispatched_at   timestamptz,
+    started_at      timestamptz,
+    finished_at     timestamptz,
+    PRIMARY KEY (job_id, scheduled_for),
+    CHECK ((status IN ('dispatched', 'running')) = (lease_until IS NOT NULL))
+) PARTITION BY RANGE (scheduled_for);
+-- The loader's path: a partition's pending occurrences by firing instant.
+CREATE INDEX executions_due ON executions (partition, fire_at) WHERE status = 'pending';
+-- The reaper's path: a partition's leases by expiry.
+CREATE INDEX executions_leases ON executions (partition, lease_until)
+    WHERE status IN ('dispatched', 'running');
+-- A tenant's executions, newest first (a job's: the primary key, scanned backwards).
+CREATE INDEX executions_tenant_newest ON executions (tenant_id, scheduled_for DESC, job_id DESC);
+
+CREATE TABLE attempts (
+    job_id          uuid NOT NULL,
+    scheduled_for   timestamptz NOT NULL,
+    number          integer NOT NULL,
+    fence           bigint NOT NULL,
+    executor_id     text,
+    started_at      timestamptz,
+    finished_at     timestamptz NOT NULL,
+    outcome         wheel_outcome NOT NULL,
+    error           text,
+    PRIMARY KEY (job_id, scheduled_for, fence)
+) PARTITION BY RANGE (scheduled_for);
+
+-- The fencing token of scheduler ownership: a partition's etcd create revision.
+CREATE TABLE partition_epochs (
+    partition       integer PRIMARY KEY CHECK (partition >= 0),
+    epoch           bigint NOT NULL,
+    node_id         text NOT NULL,
+    updated_at      timestamptz NOT NULL DEFAULT now()
+);
+
+-- The rule after an attempt, in one place for results and the reaper:
+-- success is final; an attempt that did not start is given back; a failure
+-- (or an expired lease) of a job that is not idempotent waits for a person;
+-- otherwise retry with exponential backoff and full jitter until attempts
+-- run out, then dead.
+CREATE FUNCTION wheel_after_attempt(
+    outcome wheel_outcome, attempt integer, max_attempts integer, idempotent boolean,
+    backoff_base_ms bigint, backoff_cap_ms bigint, fire_at timestamptz, now timestamptz,
+    OUT next_status wheel_execution_status, OUT next_fire_at timestamptz,
+    OUT next_attempt integer
+) LANGUAGE sql VOLATILE AS $$
+    SELECT s.status,
+           CASE
+               WHEN s.status = 'pending' AND outcome = 'not_started' THEN now
+               WHEN s.status = 'pending' THEN now + make_interval(secs =>
+                   random() * least(backoff_cap_ms::float8,
+                                     backoff_base_ms * power(2::float8, least(attempt - 1, 60)))
+                   / 1000.0)
+               ELSE fire_at
+           END,
+           CASE WHEN outcome = 'not_started' THEN greatest(attempt - 1, 0) ELSE attempt END
+    FROM (SELECT CASE
+        WHEN outcome = 'succeeded' THEN 'succeeded'
+        WHEN outcome = 'not_started' THEN 'pending'
+        WHEN NOT idempotent THEN 'needs_review'
+        WHEN attempt >= max_attempts THEN 'dead'
+        ELSE 'pending'
+    END::wheel_execution_status AS status) AS s
+$$;
+
+-- Record attempt results where the fence still matches, in one statement:
+-- the execution moves on by wheel_after_attempt and the attempt is logged.
+-- Returns a row per input: accepted, or refused as stale with the current
+-- fence and status (NULL when the execution does not exist).
+CREATE FUNCTION wheel_record_attempts(
+    p_job_ids uuid[], p_scheduled_fors timestamptz[], p_fences bigint[],
+    p_outcomes wheel_outcome[], p_executors text[], p_started timestamptz[],
+    p_finished timestamptz[], p_errors text[]
+) RETURNS TABLE (
+    accepted boolean, job_id uuid, scheduled_for timestamptz, fence bigint,
+    status wheel_execution_status, fire_at timestamptz, attempt integer
+) LANGUAGE sql VOLATILE AS $$
+    WITH input AS (
+        SELECT * FROM unnest(p_job_ids, p_scheduled_fors, p_fences, p_outcomes,
+                             p_executors, p_started, p_finished, p_errors)
+            AS r (job_id, scheduled_for, fence, outcome, executor_id, started_at,
+                  finished_at, error)
+    ), locked AS (
+        -- A stable lock order: concurrent batches never deadlock.
+        SELECT e.job_id, e.scheduled_for, e.fence, e.attempt, e.fire_at, i.outcome,
+               coalesce(i.executor_id, e.executor_id) AS executor_id,
+               coalesce(i.started_at, e.started_at) AS started_at,
+               coalesce(i.finished_at, clock_timestamp()) AS finished_at,
+               i.error, j.max_attempts, j.idempotent, j.backoff_base_ms, j.backoff_cap_ms
+        FROM executions e
+        JOIN input i ON i.job_id = e.job_id AND i.scheduled_for = e.scheduled_for
+        JOIN jobs j ON j.id = e.job_id
+        WHERE e.fence = i.fence AND e.status IN ('dispatched', 'running')
+        ORDER BY e.job_id, e.scheduled_for
+        FOR UPDATE OF e
+    ), decided AS (
+        SELECT l.*, d.*
+        FROM locked l,
+             LATERAL wheel_after_attempt(l.outcome, l.attempt, l.max_attempts, l.idempotent,
+                                         l.backoff_base_ms, l.backoff_cap_ms, l.fire_at,
+                                         clock_timestamp()) d
+    ), updated AS (
+        UPDATE executions e
+        SET status = d.next_status,
+            fire_at = d.next_fire_at,
+            attempt = d.next_attempt,
+            lease_until = NULL,
+            executor_id = d.executor_id,
+            started_at = d.started_at,
+            finished_at = CASE WHEN d.next_status = 'pending' THEN NULL ELSE d.finished_at END,
+            error = d.error
+        FROM decided d
+        WHERE e.job_id = d.job_id AND e.scheduled_for = d.scheduled_for
+        RETURNING e.job_id, e.scheduled_for, e.fence, e.status, e.fire_at, e.attempt
+    ), logged AS (
+        INSERT INTO attempts (job_id, scheduled_for, number, fence, executor_id, started_at,
+                              finished_at, outcome, error)
+        SELECT d.job_id, d.scheduled_for, d.attempt, d.fence, d.executor_id, d.started_at,
+               d.finished_at, d.outcome, d.error
+        FROM decided d
+    )
+    SELECT true, u.job_id, u.scheduled_for, u.fence, u.status, u.fire_at, u.attempt
+    FROM updated u
+    UNION ALL
+    SELECT false, i.job_id, i.scheduled_for, e.fence, e.status, e.fire_at, e.attempt
+    FROM input i
+    LEFT JOIN executions e ON e.job_id = i.job_id AND e.scheduled_for = i.scheduled_for
+    WHERE NOT EXISTS (SELECT 1 FROM locked l
+                      WHERE l.job_id = i.job_id AND l.scheduled_for = i.scheduled_for)
+$$;

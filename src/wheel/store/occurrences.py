@@ -1,0 +1,276 @@
+"""The hot path: occurrences in batches, one round trip per batch, fenced.
+
+Every operation here takes N rows as arrays (unnest) in a single statement,
+never one statement per row. Two fences guard the writes: the partition
+epoch (scheduler ownership, checked by claim and reap) and the execution's
+fence (grows with every dispatch, checked by heartbeat and result). Refused
+writes are return values, not exceptions: a stale fence is an expected
+outcome of a distributed system.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, LiteralString
+
+import psycopg
+
+from wheel.model.executions import (
+    AttemptResult,
+    Claimed,
+    DueOccurrence,
+    ExecutionStatus,
+    Fenced,
+    NewOccurrence,
+    Recorded,
+    Stale,
+)
+from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId
+from wheel.store.pool import Pool
+from wheel.store.queries import sql
+from wheel.store.time_partitions import TimePartitions, day_of
+from wheel.store.translate import translated
+
+_NO_PARTITION = "23514"  # check_violation: "no partition of relation ... found for row"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NIL_UUID = "00000000-0000-0000-0000-000000000000"
+
+
+@dataclass(frozen=True, slots=True)
+class DueCursor:
+    """Where the previous page of `load_due` ended."""
+
+    fire_at: datetime
+    key: ExecutionKey
+
+
+@dataclass(frozen=True, slots=True)
+class RecordOutcome:
+    recorded: list[Recorded]
+    stale: list[Stale]
+
+
+def _key(job_id: Any, scheduled_for: datetime) -> ExecutionKey:
+    return ExecutionKey(JobId(job_id), scheduled_for)
+
+
+def _unique_last(results: Iterable[AttemptResult]) -> list[AttemptResult]:
+    """One result per (key, fence): a batch must not name a row twice."""
+    latest = {(r.key, r.fence): r for r in results}
+    return list(latest.values())
+
+
+class Occurrences:
+    """Batch operations on executions for scheduler nodes."""
+
+    def __init__(self, pool: Pool, time_partitions: TimePartitions) -> None:
+        self._pool = pool
+        self._partitions = time_partitions
+
+    async def insert(
+        self,
+        occurrences: Sequence[NewOccurrence],
+        *,
+        conn: psycopg.AsyncConnection[Any] | None = None,
+    ) -> list[ExecutionKey]:
+        """Insert occurrences (an existing one is left alone); return the keys inserted.
+
+        With `conn`, the insert joins that connection's transaction.
+        """
+        if not occurrences:
+            return []
+        params = {
+            "job_ids": [o.key.job_id for o in occurrences],
+            "scheduled_fors": [o.key.scheduled_for for o in occurrences],
+            "tenant_ids": [o.tenant_id for o in occurrences],
+            "partitions": [o.partition for o in occurrences],
+            "job_versions": [o.job_version for o in occurrences],
+            "fire_ats": [o.fire_at for o in occurrences],
+            "priorities": [o.priority for o in occurrences],
+            "triggers": [o.trigger.value for o in occurrences],
+        }
+        days = {day_of(o.key.scheduled_for) for o in occurrences}
+        await self._partitions.ensure(days)
+        async with translated():
+            try:
+                rows = await self._fetch_raw(sql("insert_occurrences"), params, conn)
+            except psycopg.errors.CheckViolation as exc:
+                if exc.sqlstate != _NO_PARTITION or conn is not None:
+                    raise
+                # Another node dropped a partition this one still believed in.
+                self._partitions.forget()
+                await self._partitions.ensure(days)
+                rows = await self._fetch_raw(sql("insert_occurrences"), params)
+        return [_key(job_id, at) for job_id, at in rows]
+
+    async def load_due(
+        self,
+        partitions: Iterable[PartitionId],
+        before: datetime,
+        *,
+        after: DueCursor | None = None,
+        limit: int = 10_000,
+    ) -> list[DueOccurrence]:
+        """Pending occurrences of `partitions` firing before `before`, in firing order.
+
+        Pages with `after=DueCursor(last.fire_at, last.key)` until a page is short.
+        """
+        rows = await self._fetch(
+            sql("load_due"),
+            {
+                "partitions": list(partitions),
+                "before": before,
+                "after_fire_at": after.fire_at if after else _EPOCH,
+                "after_job_id": after.key.job_id if after else _NIL_UUID,
+                "after_scheduled_for": after.key.scheduled_for if after else _EPOCH,
+                "limit": limit,
+            },
+        )
+        return [
+            DueOccurrence(_key(job_id, at), PartitionId(part), fire_at, priority, version)
+            for job_id, at, part, fire_at, priority, version in rows
+        ]
+
+    async def claim(
+        self,
+        keys: Sequence[ExecutionKey],
+        epochs: Mapping[PartitionId, int],
+        *,
+        lease_s: float,
+    ) -> list[Claimed]:
+        """Claim pending occurrences in partitions whose epoch is still the given one.
+
+        Keys not returned were not claimed: not pending, held by another claim,
+        of a paused or deleted job, or in a partition this caller no longer owns.
+        """
+        if not keys:
+            return []
+        rows = await self._fetch(
+            sql("claim"),
+            {
+                "partitions": list(epochs),
+                "epochs": list(epochs.values()),
+                "job_ids": [k.job_id for k in keys],
+                "scheduled_fors": [k.scheduled_for for k in keys],
+                "lease_s": lease_s,
+            },
+        )
+        return [
+            Claimed(
+                key=_key(job_id, at),
+                tenant_id=TenantId(tenant),
+                partition=PartitionId(part),
+                fence=fence,
+                attempt=attempt,
+                lease_until=lease_until,
+                job_version=version,
+                task_type=task_type,
+                payload=bytes(payload),
+                pool=pool,
+                priority=priority,
+                timeout_s=timeout_ms / 1000,
+            )
+            for (job_id, at, tenant, part, fence, attempt, lease_until, version, task_type,
+                 payload, pool, priority, timeout_ms) in rows
+        ]  # fmt: skip
+
+    async def heartbeat(
+        self, items: Sequence[Fenced], *, executor_id: str, lease_s: float
+    ) -> list[Fenced]:
+        """Extend leases where the fence still matches; return the ones refused as stale."""
+        if not items:
+            return []
+        rows = await self._fetch(
+            sql("heartbeat"),
+            {
+                "job_ids": [i.key.job_id for i in items],
+                "scheduled_fors": [i.key.scheduled_for for i in items],
+                "fences": [i.fence for i in items],
+                "executor_id": executor_id,
+                "lease_s": lease_s,
+            },
+        )
+        extended = {_key(job_id, at) for job_id, at in rows}
+        return [i for i in items if i.key not in extended]
+
+    async def record_results(self, results: Iterable[AttemptResult]) -> RecordOutcome:
+        """Record attempt results where the fence matches; the store applies the retry rule.
+
+        Success is final. A failure retries at a backoff instant with full
+        jitter while attempts remain, then is dead; a job that is not
+        idempotent goes to needs_review instead of retrying. NOT_STARTED gives
+        the attempt back. A result whose fence is stale is refused and listed.
+        """
+        batch = _unique_last(results)
+        if not batch:
+            return RecordOutcome([], [])
+        rows = await self._fetch(
+            sql("record_results"),
+            {
+                "job_ids": [r.key.job_id for r in batch],
+                "scheduled_fors": [r.key.scheduled_for for r in batch],
+                "fences": [r.fence for r in batch],
+                "outcomes": [r.outcome.value for r in batch],
+                "executors": [r.executor_id for r in batch],
+                "started": [r.started_at for r in batch],
+                "finished": [r.finished_at for r in batch],
+                "errors": [r.error for r in batch],
+            },
+        )
+        fences = {r.key: r.fence for r in batch}
+        return _split(rows, fences)
+
+    async def reap(self, epochs: Mapping[PartitionId, int], *, limit: int = 1000) -> list[Recorded]:
+        """Expired leases of partitions still ours count as failed attempts (same rule)."""
+        if not epochs:
+            return []
+        rows = await self._fetch(
+            sql("reap"),
+            {"partitions": list(epochs), "epochs": list(epochs.values()), "limit": limit},
+        )
+        return _split(rows, {}).recorded
+
+    async def set_epochs(
+        self, epochs: Mapping[PartitionId, int], *, node_id: str
+    ) -> list[PartitionId]:
+        """Record partition epochs, forward only; return the partitions set (others are stale)."""
+        if not epochs:
+            return []
+        rows = await self._fetch(
+            sql("set_epochs"),
+            {"partitions": list(epochs), "epochs": list(epochs.values()), "node_id": node_id},
+        )
+        return sorted(PartitionId(p) for (p,) in rows)
+
+    async def _fetch(
+        self, query: LiteralString, params: Mapping[str, object]
+    ) -> list[tuple[Any, ...]]:
+        async with translated():
+            return await self._fetch_raw(query, params)
+
+    async def _fetch_raw(
+        self,
+        query: LiteralString,
+        params: Mapping[str, object],
+        conn: psycopg.AsyncConnection[Any] | None = None,
+    ) -> list[tuple[Any, ...]]:
+        if conn is not None:
+            cursor = await conn.execute(query, params)
+            return await cursor.fetchall()
+        async with self._pool.connection() as pooled:
+            cursor = await pooled.execute(query, params)
+            return await cursor.fetchall()
+
+
+def _split(rows: list[tuple[Any, ...]], fences: Mapping[ExecutionKey, int]) -> RecordOutcome:
+    recorded, stale = [], []
+    for accepted, job_id, at, fence, status, fire_at, attempt in rows:
+        key = _key(job_id, at)
+        if accepted:
+            recorded.append(Recorded(key, fence, ExecutionStatus(status), fire_at, attempt))
+        else:
+            state = ExecutionStatus(status) if status is not None else None
+            stale.append(Stale(key, fences.get(key, -1), fence, state))
+    return RecordOutcome(recorded, stale)

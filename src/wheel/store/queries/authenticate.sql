@@ -1,0 +1,1 @@
+SELECT tenant_id FROM api_tokens WHERE token_sha256 = %(token_sha256)s AND revoked_at IS NULL

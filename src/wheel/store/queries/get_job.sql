@@ -1,0 +1,1 @@
+SELECT * FROM jobs WHERE id = %(id)s AND tenant_id = %(tenant_id)s

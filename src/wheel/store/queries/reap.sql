@@ -1,0 +1,33 @@
+-- Expired leases of the caller's partitions (epoch-fenced like a claim)
+-- count as failed attempts and follow the same rule as any result.
+WITH owned AS (
+    SELECT pe.partition
+    FROM partition_epochs pe
+    JOIN unnest(%(partitions)s::integer[], %(epochs)s::bigint[]) AS mine (partition, epoch)
+      ON pe.partition = mine.partition AND pe.epoch = mine.epoch
+    FOR SHARE OF pe
+), expired AS (
+    SELECT e.job_id, e.scheduled_for, e.fence
+    FROM executions e
+    WHERE e.partition IN (SELECT partition FROM owned)
+      AND e.status IN ('dispatched', 'running')
+      AND e.lease_until < clock_timestamp()
+    ORDER BY e.lease_until
+    LIMIT %(limit)s
+    FOR UPDATE OF e SKIP LOCKED
+), batch AS (
+    SELECT array_agg(job_id) AS job_ids, array_agg(scheduled_for) AS scheduled_fors,
+           array_agg(fence) AS fences, count(*) AS n
+    FROM expired
+)
+SELECT r.accepted, r.job_id, r.scheduled_for, r.fence, r.status, r.fire_at, r.attempt
+FROM batch,
+     LATERAL wheel_record_attempts(
+         batch.job_ids, batch.scheduled_fors, batch.fences,
+         array_fill('lease_expired'::wheel_outcome, ARRAY[batch.n::integer]),
+         array_fill(NULL::text, ARRAY[batch.n::integer]),
+         array_fill(NULL::timestamptz, ARRAY[batch.n::integer]),
+         array_fill(NULL::timestamptz, ARRAY[batch.n::integer]),
+         array_fill('lease expired: no result or heartbeat in time'::text,
+                    ARRAY[batch.n::integer])) r
+WHERE batch.n > 0

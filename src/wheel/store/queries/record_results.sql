@@ -1,0 +1,5 @@
+SELECT accepted, job_id, scheduled_for, fence, status, fire_at, attempt
+FROM wheel_record_attempts(%(job_ids)s::uuid[], %(scheduled_fors)s::timestamptz[],
+                           %(fences)s::bigint[], %(outcomes)s::wheel_outcome[],
+                           %(executors)s::text[], %(started)s::timestamptz[],
+                           %(finished)s::timestamptz[], %(errors)s::text[])

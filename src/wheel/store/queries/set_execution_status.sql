@@ -1,0 +1,11 @@
+-- A person's decision on one execution: retry (back to pending, firing now)
+-- or cancel, only from the statuses that allow it.
+UPDATE executions
+SET status = %(status)s::wheel_execution_status,
+    reason = %(reason)s,
+    fire_at = CASE WHEN %(status)s = 'pending' THEN now() ELSE fire_at END,
+    finished_at = CASE WHEN %(status)s = 'pending' THEN NULL ELSE now() END
+WHERE job_id = %(job_id)s AND scheduled_for = %(scheduled_for)s
+  AND tenant_id = %(tenant_id)s
+  AND status::text = ANY(%(from_statuses)s::text[])
+RETURNING job_id

@@ -1,0 +1,49 @@
+"""The store: one connection pool and the operations on it, by concern."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from wheel.store.executions import Executions
+from wheel.store.jobs import Jobs
+from wheel.store.occurrences import Occurrences
+from wheel.store.pool import Pool, open_pool
+from wheel.store.tenants import Tenants
+from wheel.store.time_partitions import TimePartitions
+
+
+@dataclass
+class Store:
+    """Everything wheel keeps in Postgres.
+
+    store = await Store.open(dsn)
+    job = await store.jobs.get(tenant_id, job_id)
+    await store.close()
+    """
+
+    pool: Pool
+    time_partitions: TimePartitions
+    occurrences: Occurrences
+    jobs: Jobs
+    executions: Executions
+    tenants: Tenants
+
+    @classmethod
+    def over(cls, pool: Pool) -> Store:
+        partitions = TimePartitions(pool)
+        occurrences = Occurrences(pool, partitions)
+        return cls(
+            pool=pool,
+            time_partitions=partitions,
+            occurrences=occurrences,
+            jobs=Jobs(pool, occurrences),
+            executions=Executions(pool),
+            tenants=Tenants(pool),
+        )
+
+    @classmethod
+    async def open(cls, dsn: str, *, min_size: int = 2, max_size: int = 10) -> Store:
+        return cls.over(await open_pool(dsn, min_size=min_size, max_size=max_size))
+
+    async def close(self) -> None:
+        await self.pool.close()

@@ -1,0 +1,78 @@
+"""Tenants and API tokens; tokens are stored as their SHA-256, never in clear.
+
+A token is 256 random bits (`whl_` + base64url), so a fast hash is the right
+one: there is nothing to brute-force that a slow password hash would protect.
+The secret is returned once, at creation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+
+import psycopg
+
+from wheel.errors import Conflict, InvalidArgument, NotFound
+from wheel.model.ids import TenantId, new_tenant_id
+from wheel.model.tenants import Tenant, TokenInfo
+from wheel.store.pool import Pool
+from wheel.store.queries import sql
+from wheel.store.translate import translated
+
+TOKEN_PREFIX = "whl_"
+
+
+def token_hash(token: str) -> bytes:
+    return hashlib.sha256(token.encode()).digest()
+
+
+class Tenants:
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
+
+    async def create(self, name: str, *, max_in_flight: int = 1000) -> Tenant:
+        if not name.strip():
+            raise InvalidArgument("name", "must not be empty")
+        if max_in_flight < 1:
+            raise InvalidArgument("max_in_flight", "must be at least 1")
+        params = {"id": new_tenant_id(), "name": name, "max_in_flight": max_in_flight}
+        async with translated(), self._pool.connection() as conn:
+            try:
+                cursor = await conn.execute(sql("insert_tenant"), params)
+            except psycopg.errors.UniqueViolation:
+                raise Conflict(f"a tenant named {name!r} exists") from None
+            row = await cursor.fetchone()
+        assert row is not None
+        return Tenant(TenantId(row[0]), row[1], row[2], row[3])
+
+    async def create_token(self, tenant_id: TenantId, name: str) -> tuple[TokenInfo, str]:
+        """A new token for the tenant: its record and the secret (shown once, stored hashed)."""
+        secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        params = {
+            "id": uuid.uuid4(),
+            "tenant_id": tenant_id,
+            "name": name,
+            "token_sha256": token_hash(secret),
+        }
+        async with translated(), self._pool.connection() as conn:
+            row = await (await conn.execute(sql("insert_token"), params)).fetchone()
+        if row is None:
+            raise NotFound("tenant", tenant_id)
+        return TokenInfo(row[0], TenantId(row[1]), row[2], row[3], row[4]), secret
+
+    async def authenticate(self, token: str) -> TenantId | None:
+        """The tenant a live token belongs to; None for an unknown or revoked one."""
+        if not token.startswith(TOKEN_PREFIX):
+            return None
+        async with translated(), self._pool.connection() as conn:
+            cursor = await conn.execute(sql("authenticate"), {"token_sha256": token_hash(token)})
+            row = await cursor.fetchone()
+        return TenantId(row[0]) if row else None
+
+    async def revoke_token(self, token_id: uuid.UUID) -> TokenInfo:
+        async with translated(), self._pool.connection() as conn:
+            row = await (await conn.execute(sql("revoke_token"), {"id": token_id})).fetchone()
+        if row is None:
+            raise NotFound("token", token_id)
+        return TokenInfo(row[0], TenantId(row[1]), row[2], row[3], row[4])

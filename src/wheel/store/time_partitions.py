@@ -1,0 +1,153 @@
+"""Day partitions of `executions` and `attempts`: created ahead of need, dropped after retention.
+
+Both tables are range-partitioned by the UTC day of `scheduled_for`; their
+partitions are named `<table>_YYYYMMDD` and always come in pairs. Retention
+is a partition drop, but a day that still holds unfinished work (pending,
+dispatched, running or needs_review executions) is kept however old it is:
+retention never loses work that has not reached a final state.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+
+from psycopg import sql
+
+from wheel.store.pool import Pool
+from wheel.store.translate import translated
+
+TABLES = ("executions", "attempts")
+UNFINISHED = ("pending", "dispatched", "running", "needs_review")
+# Serialises partition DDL across nodes: CREATE ... IF NOT EXISTS still races.
+_DDL_LOCK_KEY = 0x77686565_6C706172  # "wheelpar"
+_SUFFIX = re.compile(r"^executions_(\d{8})$")
+
+
+def day_of(instant: datetime) -> date:
+    """The UTC day an instant falls in: the partition that holds it."""
+    return instant.astimezone(UTC).date()
+
+
+def _bounds(day: date) -> tuple[datetime, datetime]:
+    start = datetime.combine(day, time(0), tzinfo=UTC)
+    return start, start + timedelta(days=1)
+
+
+def _name(table: str, day: date) -> sql.Identifier:
+    return sql.Identifier(f"{table}_{day:%Y%m%d}")
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceReport:
+    created: list[date] = field(default_factory=list)
+    dropped: list[date] = field(default_factory=list)
+    kept_unfinished: list[date] = field(default_factory=list)
+    """Days past retention kept because they still hold unfinished executions."""
+
+
+class TimePartitions:
+    """Creates and drops day partitions; remembers the days it knows exist."""
+
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
+        self._known: set[date] = set()
+
+    def forget(self) -> None:
+        """Drop the cache (after another node may have dropped partitions)."""
+        self._known.clear()
+
+    async def existing(self) -> list[date]:
+        """Days that have partitions, ascending."""
+        async with translated(), self._pool.connection() as conn:
+            cursor = await conn.execute(
+                "SELECT c.relname FROM pg_inherits i"
+                " JOIN pg_class c ON c.oid = i.inhrelid"
+                " WHERE i.inhparent = 'executions'::regclass"
+            )
+            names = [row[0] for row in await cursor.fetchall()]
+        days = []
+        for name in names:
+            match = _SUFFIX.match(str(name))
+            if match:
+                days.append(datetime.strptime(match[1], "%Y%m%d").date())
+        return sorted(days)
+
+    async def ensure(self, days: Iterable[date]) -> list[date]:
+        """Make sure each day has its partitions; return the days created now."""
+        missing = sorted(set(days) - self._known)
+        if not missing:
+            return []
+        created = []
+        async with translated(), self._pool.connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK_KEY,))
+            cursor = await conn.execute(
+                "SELECT relname FROM pg_class WHERE relname = ANY(%s)",
+                ([f"executions_{day:%Y%m%d}" for day in missing],),
+            )
+            present = {str(row[0]) for row in await cursor.fetchall()}
+            for day in missing:
+                if f"executions_{day:%Y%m%d}" not in present:
+                    start, end = _bounds(day)
+                    for table in TABLES:
+                        await conn.execute(
+                            sql.SQL(
+                                "CREATE TABLE {} PARTITION OF {} FOR VALUES FROM ({}) TO ({})"
+                            ).format(
+                                _name(table, day),
+                                sql.Identifier(table),
+                                sql.Literal(start),
+                                sql.Literal(end),
+                            )
+                        )
+                    created.append(day)
+        self._known.update(missing)
+        return created
+
+    async def maintain(
+        self, now: datetime, *, ahead_days: int, retention_days: int
+    ) -> MaintenanceReport:
+        """Create partitions from today to `ahead_days` ahead; drop days past retention.
+
+        A day is past retention when all of it is older than `retention_days`
+        before `now`.
+        """
+        today = day_of(now)
+        report = MaintenanceReport()
+        report.created.extend(
+            await self.ensure(today + timedelta(days=n) for n in range(ahead_days + 1))
+        )
+        cutoff = today - timedelta(days=retention_days)
+        for day in await self.existing():
+            if day >= cutoff:
+                break
+            if await self._drop_if_finished(day):
+                report.dropped.append(day)
+            else:
+                report.kept_unfinished.append(day)
+        return report
+
+    async def _drop_if_finished(self, day: date) -> bool:
+        async with translated(), self._pool.connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK_KEY,))
+            # Locked first, so no retry can make a row unfinished between check and drop.
+            await conn.execute(
+                sql.SQL("LOCK TABLE {}, {} IN ACCESS EXCLUSIVE MODE").format(
+                    _name("executions", day), _name("attempts", day)
+                )
+            )
+            cursor = await conn.execute(
+                sql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE status::text = ANY(%s))").format(
+                    _name("executions", day)
+                ),
+                (list(UNFINISHED),),
+            )
+            row = await cursor.fetchone()
+            if row is not None and row[0]:
+                return False
+            for table in TABLES:
+                await conn.execute(sql.SQL("DROP TABLE {}").format(_name(table, day)))
+        self._known.discard(day)
+        return True
