@@ -51,9 +51,8 @@ class ExecutionKey:
     def __post_init__(self) -> None:
         if self.scheduled_for.tzinfo is None:
             raise ValueError("scheduled_for must be timezone-aware")
-        utc = self.scheduled_for.astimezone(UTC)
-        if utc != self.scheduled_for or utc.tzinfo is not UTC:
-            object.__setattr__(self, "scheduled_for", utc)
+        if self.scheduled_for.tzinfo is not UTC:
+            object.__setattr__(self, "scheduled_for", self.scheduled_for.astimezone(UTC))
 
     @property
     def id(self) -> ExecutionId:

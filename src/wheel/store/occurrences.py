@@ -192,8 +192,8 @@ class Occurrences:
                 "lease_s": lease_s,
             },
         )
-        extended = {_key(job_id, at) for job_id, at in rows}
-        return [i for i in items if i.key not in extended]
+        extended = {(_key(job_id, at), fence) for job_id, at, fence in rows}
+        return [i for i in items if (i.key, i.fence) not in extended]
 
     async def record_results(self, results: Iterable[AttemptResult]) -> RecordOutcome:
         """Record attempt results where the fence matches; the store applies the retry rule.
@@ -219,8 +219,7 @@ class Occurrences:
                 "errors": [r.error for r in batch],
             },
         )
-        fences = {r.key: r.fence for r in batch}
-        return _split(rows, fences)
+        return _split(rows)
 
     async def reap(self, epochs: Mapping[PartitionId, int], *, limit: int = 1000) -> list[Recorded]:
         """Expired leases of partitions still ours count as failed attempts (same rule)."""
@@ -230,7 +229,7 @@ class Occurrences:
             sql("reap"),
             {"partitions": list(epochs), "epochs": list(epochs.values()), "limit": limit},
         )
-        return _split(rows, {}).recorded
+        return _split(rows).recorded
 
     async def set_epochs(
         self, epochs: Mapping[PartitionId, int], *, node_id: str
@@ -264,13 +263,13 @@ class Occurrences:
             return await cursor.fetchall()
 
 
-def _split(rows: list[tuple[Any, ...]], fences: Mapping[ExecutionKey, int]) -> RecordOutcome:
+def _split(rows: list[tuple[Any, ...]]) -> RecordOutcome:
     recorded, stale = [], []
-    for accepted, job_id, at, fence, status, fire_at, attempt in rows:
+    for accepted, job_id, at, fence, current_fence, status, fire_at, attempt in rows:
         key = _key(job_id, at)
         if accepted:
             recorded.append(Recorded(key, fence, ExecutionStatus(status), fire_at, attempt))
         else:
             state = ExecutionStatus(status) if status is not None else None
-            stale.append(Stale(key, fences.get(key, -1), fence, state))
+            stale.append(Stale(key, fence, current_fence, state))
     return RecordOutcome(recorded, stale)

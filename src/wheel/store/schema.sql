@@ -164,14 +164,15 @@ $$;
 -- Record attempt results where the fence still matches, in one statement:
 -- the execution moves on by wheel_after_attempt and the attempt is logged.
 -- Returns a row per input: accepted, or refused as stale with the current
--- fence and status (NULL when the execution does not exist).
+-- fence and status (NULL when the execution does not exist). Inputs are
+-- matched on (job_id, scheduled_for, fence).
 CREATE FUNCTION wheel_record_attempts(
     p_job_ids uuid[], p_scheduled_fors timestamptz[], p_fences bigint[],
     p_outcomes wheel_outcome[], p_executors text[], p_started timestamptz[],
     p_finished timestamptz[], p_errors text[]
 ) RETURNS TABLE (
     accepted boolean, job_id uuid, scheduled_for timestamptz, fence bigint,
-    status wheel_execution_status, fire_at timestamptz, attempt integer
+    current_fence bigint, status wheel_execution_status, fire_at timestamptz, attempt integer
 ) LANGUAGE sql VOLATILE AS $$
     WITH input AS (
         SELECT * FROM unnest(p_job_ids, p_scheduled_fors, p_fences, p_outcomes,
@@ -217,12 +218,13 @@ CREATE FUNCTION wheel_record_attempts(
                d.finished_at, d.outcome, d.error
         FROM decided d
     )
-    SELECT true, u.job_id, u.scheduled_for, u.fence, u.status, u.fire_at, u.attempt
+    SELECT true, u.job_id, u.scheduled_for, u.fence, u.fence, u.status, u.fire_at, u.attempt
     FROM updated u
     UNION ALL
-    SELECT false, i.job_id, i.scheduled_for, e.fence, e.status, e.fire_at, e.attempt
+    SELECT false, i.job_id, i.scheduled_for, i.fence, e.fence, e.status, e.fire_at, e.attempt
     FROM input i
     LEFT JOIN executions e ON e.job_id = i.job_id AND e.scheduled_for = i.scheduled_for
     WHERE NOT EXISTS (SELECT 1 FROM locked l
-                      WHERE l.job_id = i.job_id AND l.scheduled_for = i.scheduled_for)
+                      WHERE l.job_id = i.job_id AND l.scheduled_for = i.scheduled_for
+                        AND l.fence = i.fence)
 $$;

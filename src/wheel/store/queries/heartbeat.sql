@@ -9,4 +9,4 @@ FROM unnest(%(job_ids)s::uuid[], %(scheduled_fors)s::timestamptz[], %(fences)s::
      AS h (job_id, scheduled_for, fence)
 WHERE e.job_id = h.job_id AND e.scheduled_for = h.scheduled_for
   AND e.fence = h.fence AND e.status IN ('dispatched', 'running')
-RETURNING e.job_id, e.scheduled_for
+RETURNING e.job_id, e.scheduled_for, e.fence

@@ -1,0 +1,326 @@
+"""The hot path against real Postgres: inserts, due windows, claims, fences, results, reaping."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg_pool import AsyncConnectionPool
+
+from tests.integration.store import factories as make
+from wheel.model.executions import AttemptResult, ExecutionStatus, Fenced, Outcome
+from wheel.model.ids import ExecutionKey, JobId, PartitionId
+from wheel.store import Store
+from wheel.store.occurrences import DueCursor
+
+EPOCH = 100
+
+
+async def owned(store: Store, *partitions: int, epoch: int = EPOCH) -> dict[PartitionId, int]:
+    epochs = {PartitionId(p): epoch for p in partitions}
+    assert await store.occurrences.set_epochs(epochs, node_id="node-a") == sorted(epochs)
+    return epochs
+
+
+async def claimed_one(store: Store, **policies: object) -> tuple[ExecutionKey, int]:
+    """An occurrence claimed once: its key and fence."""
+    owner = await make.tenant(store)
+    job = await make.job(store, owner, partition=3, **policies)
+    at = make.soon()
+    await store.occurrences.insert([make.occurrence(job, at)])
+    claims = await store.occurrences.claim(
+        [ExecutionKey(job.id, at)], await owned(store, 3), lease_s=30
+    )
+    assert len(claims) == 1
+    return claims[0].key, claims[0].fence
+
+
+async def test_insert_is_idempotent_per_job_and_instant(store: Store) -> None:
+    owner = await make.tenant(store)
+    job = await make.job(store, owner)
+    times = make.minutes(make.soon(), 5)
+    first = await store.occurrences.insert([make.occurrence(job, t) for t in times])
+    again = await store.occurrences.insert(
+        [make.occurrence(job, t) for t in [*times[2:], times[-1] + timedelta(minutes=1)]]
+    )
+    assert sorted(first) == [ExecutionKey(job.id, t) for t in times]
+    assert again == [ExecutionKey(job.id, times[-1] + timedelta(minutes=1))]
+
+
+async def test_insert_creates_the_day_partitions_it_needs(store: Store) -> None:
+    owner = await make.tenant(store)
+    job = await make.job(store, owner)
+    far = datetime(2031, 6, 1, 9, tzinfo=UTC)
+    assert await store.occurrences.insert([make.occurrence(job, far)]) == [
+        ExecutionKey(job.id, far)
+    ]
+    assert far.date() in await store.time_partitions.existing()
+
+
+async def test_load_due_pages_through_a_window_in_firing_order(store: Store) -> None:
+    owner = await make.tenant(store)
+    mine = await make.job(store, owner, partition=1)
+    other = await make.job(store, owner, partition=2)
+    start = make.soon()
+    await store.occurrences.insert(
+        [make.occurrence(mine, t) for t in make.minutes(start, 25)]
+        + [make.occurrence(other, t) for t in make.minutes(start, 5)]
+    )
+    window_end = start + timedelta(minutes=20)
+    seen, cursor = [], None
+    while True:
+        page = await store.occurrences.load_due([PartitionId(1)], window_end, after=cursor, limit=6)
+        seen.extend(page)
+        if len(page) < 6:
+            break
+        cursor = DueCursor(page[-1].fire_at, page[-1].key)
+    assert [d.key.scheduled_for for d in seen] == make.minutes(start, 20)
+    assert {d.partition for d in seen} == {1}
+
+
+async def test_claim_moves_pending_to_dispatched_with_a_new_fence(store: Store) -> None:
+    key, fence = await claimed_one(store)
+    assert fence == 1
+    again = await store.occurrences.claim([key], {PartitionId(3): EPOCH}, lease_s=30)
+    assert again == [], "a dispatched occurrence is not claimed twice"
+
+
+async def test_claim_with_a_stale_epoch_claims_nothing(store: Store) -> None:
+    owner = await make.tenant(store)
+    job = await make.job(store, owner, partition=5)
+    at = make.soon()
+    await store.occurrences.insert([make.occurrence(job, at)])
+    await owned(store, 5, epoch=EPOCH)
+    # Another node acquired partition 5 since: a newer epoch is recorded.
+    assert await store.occurrences.set_epochs({PartitionId(5): EPOCH + 7}, node_id="node-b") == [5]
+    stale = await store.occurrences.claim(
+        [ExecutionKey(job.id, at)], {PartitionId(5): EPOCH}, lease_s=30
+    )
+    assert stale == []
+    fresh = await store.occurrences.claim(
+        [ExecutionKey(job.id, at)], {PartitionId(5): EPOCH + 7}, lease_s=30
+    )
+    assert [c.key for c in fresh] == [ExecutionKey(job.id, at)]
+
+
+async def test_epochs_only_move_forward(store: Store) -> None:
+    await owned(store, 1, 2, epoch=50)
+    accepted = await store.occurrences.set_epochs(
+        {PartitionId(1): 49, PartitionId(2): 51, PartitionId(3): 1}, node_id="node-b"
+    )
+    assert accepted == [2, 3]
+    # The same epoch again (the same acquisition) is accepted: idempotent.
+    assert await store.occurrences.set_epochs({PartitionId(2): 51}, node_id="node-b") == [2]
+
+
+async def test_concurrent_claimers_of_the_same_rows_get_disjoint_sets(store: Store) -> None:
+    owner = await make.tenant(store)
+    job = await make.job(store, owner, partition=4)
+    times = make.minutes(make.soon(), 300)
+    await store.occurrences.insert([make.occurrence(job, t) for t in times])
+    epochs = await owned(store, 4)
+    keys = [ExecutionKey(job.id, t) for t in times]
+    results = await asyncio.gather(
+        *(store.occurrences.claim(keys[::step] if step > 0 else keys[::-1], epochs, lease_s=30)
+          for step in (1, 1, 2, -1, 3))
+    )  # fmt: skip
+    won = [c.key for result in results for c in result]
+    assert len(won) == len(set(won)), "no occurrence claimed twice"
+    assert set(won) == set(keys), "every occurrence claimed by someone"
+
+
+async def test_paused_jobs_are_not_claimed(store: Store) -> None:
+    owner = await make.tenant(store)
+    job = await make.job(store, owner, partition=6)
+    at = make.soon()
+    await store.occurrences.insert([make.occurrence(job, at)])
+    await store.jobs.pause(owner.id, job.id)
+    epochs = await owned(store, 6)
+    assert await store.occurrences.claim([ExecutionKey(job.id, at)], epochs, lease_s=30) == []
+    await store.jobs.resume(owner.id, job.id)
+    assert len(await store.occurrences.claim([ExecutionKey(job.id, at)], epochs, lease_s=30)) == 1
+
+
+async def test_heartbeat_extends_only_with_the_current_fence(store: Store) -> None:
+    key, fence = await claimed_one(store)
+    good, stale = Fenced(key, fence), Fenced(key, fence - 1)
+    refused = await store.occurrences.heartbeat([good, stale], executor_id="ex-1", lease_s=60)
+    assert refused == [stale]
+
+
+async def test_success_is_recorded_once_and_a_stale_fence_is_refused(store: Store) -> None:
+    key, fence = await claimed_one(store)
+    done = AttemptResult(key, fence, Outcome.SUCCEEDED, executor_id="ex-1")
+    outcome = await store.occurrences.record_results(
+        [done, AttemptResult(key, fence + 5, Outcome.FAILED)]
+    )
+    assert [(r.key, r.status) for r in outcome.recorded] == [(key, ExecutionStatus.SUCCEEDED)]
+    assert [(s.key, s.fence) for s in outcome.stale] == [(key, fence + 5)]
+    late = await store.occurrences.record_results([done])
+    assert late.recorded == []
+    assert [(s.current_fence, s.status) for s in late.stale] == [(fence, ExecutionStatus.SUCCEEDED)]
+
+
+async def test_a_result_for_an_unknown_execution_is_stale_without_a_fence(store: Store) -> None:
+    ghost = ExecutionKey(JobId(uuid.uuid4()), make.soon())
+    outcome = await store.occurrences.record_results([AttemptResult(ghost, 1, Outcome.SUCCEEDED)])
+    assert [(s.key, s.current_fence, s.status) for s in outcome.stale] == [(ghost, None, None)]
+
+
+async def test_failure_retries_with_jittered_backoff_then_dies(store: Store) -> None:
+    key, fence = await claimed_one(store, max_attempts=2, backoff_base=timedelta(seconds=10))
+    before = datetime.now(UTC)
+    first = await store.occurrences.record_results(
+        [AttemptResult(key, fence, Outcome.FAILED, error="boom")]
+    )
+    (retry,) = first.recorded
+    assert retry.status is ExecutionStatus.PENDING
+    assert (
+        before - timedelta(seconds=1) <= retry.fire_at <= datetime.now(UTC) + timedelta(seconds=10)
+    )
+
+    epochs = {PartitionId(3): EPOCH}
+    (again,) = await store.occurrences.claim([key], epochs, lease_s=30)
+    assert (again.fence, again.attempt) == (fence + 1, 2)
+    second = await store.occurrences.record_results(
+        [AttemptResult(key, again.fence, Outcome.FAILED, error="boom")]
+    )
+    assert [r.status for r in second.recorded] == [ExecutionStatus.DEAD]
+
+
+async def test_a_job_that_is_not_idempotent_waits_for_review(store: Store) -> None:
+    key, fence = await claimed_one(store, idempotent=False)
+    outcome = await store.occurrences.record_results([AttemptResult(key, fence, Outcome.FAILED)])
+    assert [r.status for r in outcome.recorded] == [ExecutionStatus.NEEDS_REVIEW]
+
+
+async def test_not_started_gives_the_attempt_back(store: Store) -> None:
+    key, fence = await claimed_one(store, idempotent=False, max_attempts=1)
+    outcome = await store.occurrences.record_results(
+        [AttemptResult(key, fence, Outcome.NOT_STARTED)]
+    )
+    (given_back,) = outcome.recorded
+    assert (given_back.status, given_back.attempt) == (ExecutionStatus.PENDING, 0)
+
+
+async def test_the_reaper_counts_an_expired_lease_as_a_failed_attempt(store: Store) -> None:
+    owner = await make.tenant(store)
+    job = await make.job(store, owner, partition=7, max_attempts=3)
+    times = make.minutes(make.soon(), 3)
+    await store.occurrences.insert([make.occurrence(job, t) for t in times])
+    epochs = await owned(store, 7)
+    keys = [ExecutionKey(job.id, t) for t in times]
+    expiring = await store.occurrences.claim(keys[:2], epochs, lease_s=0)
+    await store.occurrences.claim(keys[2:], epochs, lease_s=600)
+    assert await store.occurrences.reap({PartitionId(7): EPOCH - 1}) == [], (
+        "stale epoch reaps nothing"
+    )
+    reaped = await store.occurrences.reap(epochs)
+    assert sorted(r.key for r in reaped) == keys[:2]
+    assert {r.status for r in reaped} == {ExecutionStatus.PENDING}
+    # The executor's late result carries the fence of the reaped lease: refused.
+    late = await store.occurrences.record_results(
+        [AttemptResult(expiring[0].key, expiring[0].fence, Outcome.SUCCEEDED)]
+    )
+    assert late.recorded == []
+    assert len(late.stale) == 1
+    execution = await store.executions.get(owner.id, keys[0])
+    assert [(a.number, a.outcome) for a in execution.attempts] == [(1, Outcome.LEASE_EXPIRED)]
+
+
+async def blocked_on_a_lock(dsn: str) -> None:
+    """Return once a session of this database waits on a lock."""
+    # Autocommit: inside a transaction pg_stat_activity is a snapshot that never changes.
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as observer:
+        while True:
+            cursor = await observer.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            row = await cursor.fetchone()
+            if row is not None and row[0] > 0:
+                return
+            await asyncio.sleep(0.005)  # Postgres offers no way to await a waiter
+
+
+async def test_a_claim_racing_an_epoch_change_is_fenced(store: Store, database_dsn: str) -> None:
+    owner = await make.tenant(store)
+    job = await make.job(store, owner, partition=8)
+    at = make.soon()
+    await store.occurrences.insert([make.occurrence(job, at)])
+    await owned(store, 8)
+    # The new owner's epoch write is in flight (uncommitted) when the old owner claims.
+    async with await psycopg.AsyncConnection.connect(database_dsn) as new_owner:
+        await new_owner.execute(
+            "UPDATE partition_epochs SET epoch = %s, node_id = 'node-b' WHERE partition = 8",
+            (EPOCH + 1,),
+        )
+        claim = asyncio.create_task(
+            store.occurrences.claim([ExecutionKey(job.id, at)], {PartitionId(8): EPOCH}, lease_s=30)
+        )
+        await blocked_on_a_lock(database_dsn)
+        assert not claim.done(), (
+            "the claim waits for the epoch row instead of acting on a stale read"
+        )
+        await new_owner.commit()
+    assert await claim == []
+
+
+class CountingConnection(psycopg.AsyncConnection[Any]):
+    """A real connection that counts the statements sent through it."""
+
+    statements = 0
+
+    async def execute(self, *args: Any, **kwargs: Any) -> Any:
+        CountingConnection.statements += 1
+        return await super().execute(*args, **kwargs)
+
+
+@pytest.fixture
+async def counting_store(database_dsn: str) -> AsyncIterator[Store]:
+    pool: Any = AsyncConnectionPool(
+        database_dsn,
+        min_size=1,
+        max_size=2,
+        open=False,
+        connection_class=CountingConnection,
+        kwargs={"autocommit": True},
+    )
+    await pool.open(wait=True)
+    try:
+        yield Store.over(pool)
+    finally:
+        await pool.close()
+
+
+@pytest.mark.parametrize("batch", [1, 1000])
+async def test_each_batch_is_one_statement(counting_store: Store, batch: int) -> None:
+    store = counting_store
+    owner = await make.tenant(store)
+    job = await make.job(store, owner, partition=9)
+    times = [make.soon() + timedelta(seconds=n) for n in range(batch)]
+    epochs = await owned(store, 9)
+    await store.time_partitions.ensure({t.date() for t in times})
+    keys = [ExecutionKey(job.id, t) for t in times]
+    counts = []
+    for operation in (
+        store.occurrences.insert([make.occurrence(job, t) for t in times]),
+        store.occurrences.load_due([PartitionId(9)], times[-1] + timedelta(seconds=1), limit=batch),
+        store.occurrences.claim(keys, epochs, lease_s=30),
+        store.occurrences.heartbeat([Fenced(k, 1) for k in keys], executor_id="ex", lease_s=30),
+        store.occurrences.record_results([AttemptResult(k, 1, Outcome.SUCCEEDED) for k in keys]),
+        store.occurrences.reap(epochs),
+    ):
+        CountingConnection.statements = 0
+        await operation
+        counts.append(CountingConnection.statements)
+    assert counts == [1, 1, 1, 1, 1, 1]
+    done, _ = await store.executions.list(
+        owner.id, statuses=[ExecutionStatus.SUCCEEDED], page_size=1000
+    )
+    assert len(done) == batch
