@@ -43,6 +43,7 @@ pytest: $(VENV)/.installed-test
 # Benchmarks print tables; figures are kept in docs/benchmarks.md, never asserted in tests.
 bench: $(VENV)/.installed-test
 	$(PY) benchmarks/local_services_startup.py
+	$(PY) benchmarks/store_bench.py
 
 protos: $(VENV)/.installed-test
 	$(PY) scripts/gen_protos.py

@@ -56,10 +56,10 @@ def _key(job_id: Any, scheduled_for: datetime) -> ExecutionKey:
     return ExecutionKey(JobId(job_id), scheduled_for)
 
 
-def _unique_last(results: Iterable[AttemptResult]) -> list[AttemptResult]:
-    """One result per (key, fence): a batch must not name a row twice."""
+def _unique_sorted(results: Iterable[AttemptResult]) -> list[AttemptResult]:
+    """One result per (key, fence), in key order: the order rows are locked in."""
     latest = {(r.key, r.fence): r for r in results}
-    return list(latest.values())
+    return [latest[k] for k in sorted(latest)]
 
 
 class Occurrences:
@@ -203,7 +203,7 @@ class Occurrences:
         idempotent goes to needs_review instead of retrying. NOT_STARTED gives
         the attempt back. A result whose fence is stale is refused and listed.
         """
-        batch = _unique_last(results)
+        batch = _unique_sorted(results)
         if not batch:
             return RecordOutcome([], [])
         rows = await self._fetch(
@@ -255,11 +255,12 @@ class Occurrences:
         params: Mapping[str, object],
         conn: psycopg.AsyncConnection[Any] | None = None,
     ) -> list[tuple[Any, ...]]:
+        # Binary: arrays of uuids and timestamps cost less to send and parse than text.
         if conn is not None:
-            cursor = await conn.execute(query, params)
+            cursor = await conn.execute(query, params, binary=True)
             return await cursor.fetchall()
         async with self._pool.connection() as pooled:
-            cursor = await pooled.execute(query, params)
+            cursor = await pooled.execute(query, params, binary=True)
             return await cursor.fetchall()
 
 

@@ -10,8 +10,10 @@ from importlib import resources
 
 import psycopg
 import pytest
+from click.testing import CliRunner
 from psycopg import sql
 
+from wheel.cli import cli
 from wheel.errors import MigrationError
 from wheel.local import LocalServices
 from wheel.store import migrate
@@ -88,3 +90,13 @@ async def test_a_database_migrated_by_a_newer_wheel_is_refused(empty_database: s
         conn.execute("INSERT INTO wheel_migrations VALUES (999, 'future', 'x')")
     with pytest.raises(MigrationError, match=r"migrations \[999\]"):
         await migrate(empty_database)
+
+
+def test_wheel_migrate_command(empty_database: str) -> None:
+    runner = CliRunner()
+    first = runner.invoke(cli, ["migrate", "--dsn", empty_database])
+    assert first.exit_code == 0, first.output
+    assert "applied 0001_initial" in first.output
+    second = runner.invoke(cli, ["migrate"], env={"WHEEL_POSTGRES_DSN": empty_database})
+    assert second.exit_code == 0, second.output
+    assert second.output.strip() == "schema already up to date"

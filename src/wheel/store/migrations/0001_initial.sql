@@ -129,38 +129,14 @@ CREATE TABLE partition_epochs (
     updated_at      timestamptz NOT NULL DEFAULT now()
 );
 
--- The rule after an attempt, in one place for results and the reaper:
+-- Record attempt results where the fence still matches, in one statement:
+-- the execution moves on and the attempt is logged. Results and the reaper
+-- both come here, so the rule after an attempt lives in this one place:
 -- success is final; an attempt that did not start is given back; a failure
 -- (or an expired lease) of a job that is not idempotent waits for a person;
 -- otherwise retry with exponential backoff and full jitter until attempts
--- run out, then dead.
-CREATE FUNCTION wheel_after_attempt(
-    outcome wheel_outcome, attempt integer, max_attempts integer, idempotent boolean,
-    backoff_base_ms bigint, backoff_cap_ms bigint, fire_at timestamptz, now timestamptz,
-    OUT next_status wheel_execution_status, OUT next_fire_at timestamptz,
-    OUT next_attempt integer
-) LANGUAGE sql VOLATILE AS $$
-    SELECT s.status,
-           CASE
-               WHEN s.status = 'pending' AND outcome = 'not_started' THEN now
-               WHEN s.status = 'pending' THEN now + make_interval(secs =>
-                   random() * least(backoff_cap_ms::float8,
-                                     backoff_base_ms * power(2::float8, least(attempt - 1, 60)))
-                   / 1000.0)
-               ELSE fire_at
-           END,
-           CASE WHEN outcome = 'not_started' THEN greatest(attempt - 1, 0) ELSE attempt END
-    FROM (SELECT CASE
-        WHEN outcome = 'succeeded' THEN 'succeeded'
-        WHEN outcome = 'not_started' THEN 'pending'
-        WHEN NOT idempotent THEN 'needs_review'
-        WHEN attempt >= max_attempts THEN 'dead'
-        ELSE 'pending'
-    END::wheel_execution_status AS status) AS s
-$$;
-
--- Record attempt results where the fence still matches, in one statement:
--- the execution moves on by wheel_after_attempt and the attempt is logged.
+-- run out, then dead. (Inlined, not a function of its own: a function call
+-- per row cost half the statement.)
 -- Returns a row per input: accepted, or refused as stale with the current
 -- fence and status (NULL when the execution does not exist). Inputs are
 -- matched on (job_id, scheduled_for, fence).
@@ -171,31 +147,60 @@ CREATE FUNCTION wheel_record_attempts(
 ) RETURNS TABLE (
     accepted boolean, job_id uuid, scheduled_for timestamptz, fence bigint,
     current_fence bigint, status wheel_execution_status, fire_at timestamptz, attempt integer
-) LANGUAGE sql VOLATILE AS $$
+) LANGUAGE sql VOLATILE
+SET enable_hashjoin = off SET enable_mergejoin = off  -- see wheel_claim
+AS $$
     WITH input AS (
         SELECT * FROM unnest(p_job_ids, p_scheduled_fors, p_fences, p_outcomes,
                              p_executors, p_started, p_finished, p_errors)
             AS r (job_id, scheduled_for, fence, outcome, executor_id, started_at,
                   finished_at, error)
+    ), probed AS (
+        -- One primary-key probe per input row (LATERAL ... LIMIT 1), in input
+        -- order; callers sort their batches, so concurrent batches lock in the
+        -- same order and never deadlock. A row whose fence no longer matches
+        -- comes back with NULLs and is reported as stale.
+        SELECT i.*, e.job_id AS held, e.attempt, e.fire_at,
+               e.executor_id AS held_executor_id, e.started_at AS held_started_at
+        FROM input i
+        LEFT JOIN LATERAL (
+            SELECT e.job_id, e.attempt, e.fire_at, e.executor_id, e.started_at
+            FROM executions e
+            WHERE e.job_id = i.job_id AND e.scheduled_for = i.scheduled_for
+              AND e.fence = i.fence AND e.status IN ('dispatched', 'running')
+            LIMIT 1
+            FOR UPDATE OF e
+        ) e ON true
     ), locked AS (
-        -- A stable lock order: concurrent batches never deadlock.
-        SELECT e.job_id, e.scheduled_for, e.fence, e.attempt, e.fire_at, i.outcome,
-               coalesce(i.executor_id, e.executor_id) AS executor_id,
-               coalesce(i.started_at, e.started_at) AS started_at,
-               coalesce(i.finished_at, clock_timestamp()) AS finished_at,
-               i.error, j.max_attempts, j.idempotent, j.backoff_base_ms, j.backoff_cap_ms
-        FROM executions e
-        JOIN input i ON i.job_id = e.job_id AND i.scheduled_for = e.scheduled_for
-        JOIN jobs j ON j.id = e.job_id
-        WHERE e.fence = i.fence AND e.status IN ('dispatched', 'running')
-        ORDER BY e.job_id, e.scheduled_for
-        FOR UPDATE OF e
+        SELECT p.job_id, p.scheduled_for, p.fence, p.attempt, p.fire_at, p.outcome,
+               coalesce(p.executor_id, p.held_executor_id) AS executor_id,
+               coalesce(p.started_at, p.held_started_at) AS started_at,
+               coalesce(p.finished_at, clock_timestamp()) AS finished_at,
+               p.error, j.max_attempts, j.idempotent, j.backoff_base_ms, j.backoff_cap_ms
+        FROM probed p
+        JOIN jobs j ON j.id = p.job_id
+        WHERE p.held IS NOT NULL
     ), decided AS (
-        SELECT l.*, d.*
-        FROM locked l,
-             LATERAL wheel_after_attempt(l.outcome, l.attempt, l.max_attempts, l.idempotent,
-                                         l.backoff_base_ms, l.backoff_cap_ms, l.fire_at,
-                                         clock_timestamp()) d
+        SELECT l.*, s.next_status,
+               CASE
+                   WHEN s.next_status = 'pending' AND l.outcome = 'not_started'
+                       THEN clock_timestamp()
+                   WHEN s.next_status = 'pending' THEN clock_timestamp() + make_interval(secs =>
+                       random() * least(l.backoff_cap_ms::float8,
+                                        l.backoff_base_ms * power(2::float8, least(l.attempt - 1, 60)))
+                       / 1000.0)
+                   ELSE l.fire_at
+               END AS next_fire_at,
+               CASE WHEN l.outcome = 'not_started' THEN greatest(l.attempt - 1, 0)
+                    ELSE l.attempt END AS next_attempt
+        FROM locked l
+        CROSS JOIN LATERAL (SELECT CASE
+            WHEN l.outcome = 'succeeded' THEN 'succeeded'
+            WHEN l.outcome = 'not_started' THEN 'pending'
+            WHEN NOT l.idempotent THEN 'needs_review'
+            WHEN l.attempt >= l.max_attempts THEN 'dead'
+            ELSE 'pending'
+        END::wheel_execution_status AS next_status) s
     ), updated AS (
         UPDATE executions e
         SET status = d.next_status,
@@ -219,10 +224,70 @@ CREATE FUNCTION wheel_record_attempts(
     SELECT true, u.job_id, u.scheduled_for, u.fence, u.fence, u.status, u.fire_at, u.attempt
     FROM updated u
     UNION ALL
-    SELECT false, i.job_id, i.scheduled_for, i.fence, e.fence, e.status, e.fire_at, e.attempt
-    FROM input i
-    LEFT JOIN executions e ON e.job_id = i.job_id AND e.scheduled_for = i.scheduled_for
-    WHERE NOT EXISTS (SELECT 1 FROM locked l
-                      WHERE l.job_id = i.job_id AND l.scheduled_for = i.scheduled_for
-                        AND l.fence = i.fence)
+    SELECT false, p.job_id, p.scheduled_for, p.fence, e.fence, e.status, e.fire_at, e.attempt
+    FROM probed p
+    LEFT JOIN LATERAL (
+        SELECT e.fence, e.status, e.fire_at, e.attempt
+        FROM executions e
+        WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for
+        LIMIT 1
+    ) e ON true
+    WHERE p.held IS NULL
+$$;
+
+-- Claim pending occurrences: pending -> dispatched, fence + 1, attempt + 1, a
+-- lease on the database clock. Only in partitions whose epoch is still the
+-- caller's: the epoch rows are share-locked, so a new owner's epoch write
+-- either waits for this claim or makes it claim nothing. Rows another claim
+-- holds are skipped, never waited on: concurrent claimers get disjoint sets
+-- and cannot deadlock. Hash and merge joins are off inside: a freshly filled
+-- day partition has no statistics yet, and the planner then hashes the whole
+-- partition to update a thousand rows it could probe by primary key.
+CREATE FUNCTION wheel_claim(
+    p_partitions integer[], p_epochs bigint[], p_job_ids uuid[], p_scheduled_fors timestamptz[],
+    p_lease_s float8
+) RETURNS TABLE (
+    job_id uuid, scheduled_for timestamptz, tenant_id uuid, partition integer, fence bigint,
+    attempt integer, lease_until timestamptz, job_version bigint, task_type text, payload bytea,
+    pool text, priority integer, timeout_ms bigint
+) LANGUAGE sql VOLATILE
+SET enable_hashjoin = off SET enable_mergejoin = off
+AS $$
+    WITH owned AS (
+        SELECT pe.partition
+        FROM partition_epochs pe
+        JOIN unnest(p_partitions, p_epochs) AS mine (partition, epoch)
+          ON pe.partition = mine.partition AND pe.epoch = mine.epoch
+        FOR SHARE OF pe
+    ), picked AS (
+        -- LATERAL ... LIMIT 1: one primary-key probe per requested key, whatever
+        -- the statistics say (a fresh partition must not turn this into a scan).
+        SELECT e.job_id, e.scheduled_for
+        FROM unnest(p_job_ids, p_scheduled_fors) AS w (job_id, scheduled_for)
+        CROSS JOIN LATERAL (
+            SELECT e.job_id, e.scheduled_for
+            FROM executions e
+            WHERE e.job_id = w.job_id AND e.scheduled_for = w.scheduled_for
+              AND e.status = 'pending'
+              AND e.partition IN (SELECT partition FROM owned)
+              AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.job_id AND j.status = 'active')
+            LIMIT 1
+            FOR UPDATE OF e SKIP LOCKED
+        ) e
+    )
+    UPDATE executions e
+    SET status = 'dispatched',
+        fence = e.fence + 1,
+        attempt = e.attempt + 1,
+        lease_until = clock_timestamp() + make_interval(secs => p_lease_s),
+        dispatched_at = clock_timestamp(),
+        executor_id = NULL,
+        started_at = NULL,
+        finished_at = NULL,
+        error = NULL
+    FROM picked p, jobs j
+    WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for AND j.id = e.job_id
+      AND e.status = 'pending'
+    RETURNING e.job_id, e.scheduled_for, e.tenant_id, e.partition, e.fence, e.attempt,
+              e.lease_until, e.job_version, j.task_type, j.payload, j.pool, e.priority, j.timeout_ms
 $$;

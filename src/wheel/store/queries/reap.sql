@@ -20,7 +20,7 @@ WITH owned AS (
            array_agg(fence) AS fences, count(*) AS n
     FROM expired
 )
-SELECT r.accepted, r.job_id, r.scheduled_for, r.fence, r.current_fence, r.status, r.fire_at,
+SELECT r.accepted, r.job_id, r.scheduled_for, r.fence, r.current_fence, r.status::text, r.fire_at,
        r.attempt
 FROM batch,
      LATERAL wheel_record_attempts(

@@ -1,4 +1,4 @@
-SELECT accepted, job_id, scheduled_for, fence, current_fence, status, fire_at, attempt
+SELECT accepted, job_id, scheduled_for, fence, current_fence, status::text, fire_at, attempt
 FROM wheel_record_attempts(%(job_ids)s::uuid[], %(scheduled_fors)s::timestamptz[],
                            %(fences)s::bigint[], %(outcomes)s::wheel_outcome[],
                            %(executors)s::text[], %(started)s::timestamptz[],

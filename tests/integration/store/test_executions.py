@@ -1,0 +1,101 @@
+"""Executions: keyset pages that stay stable under inserts, every attempt, retry and cancel."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+
+from tests.integration.store import factories as make
+from wheel.errors import InvalidArgument, InvalidTransition, NotFound
+from wheel.model.executions import AttemptResult, ExecutionStatus, Outcome
+from wheel.model.ids import ExecutionKey, PartitionId
+from wheel.store import Store
+
+
+async def test_pages_are_stable_under_concurrent_inserts(store: Store) -> None:
+    owner = await make.tenant(store)
+    job = await make.job(store, owner)
+    start = make.soon()
+    existing = [start + timedelta(minutes=2 * n) for n in range(40)]
+    await store.occurrences.insert([make.occurrence(job, t) for t in existing])
+
+    async def insert_more() -> None:
+        # Between and around the existing ones, while the reader pages.
+        for n in range(40):
+            await store.occurrences.insert(
+                [make.occurrence(job, start + timedelta(minutes=2 * n + 1))]
+            )
+            await asyncio.sleep(0)
+
+    writer = asyncio.create_task(insert_more())
+    seen, token = [], ""
+    while True:
+        page, token = await store.executions.list(
+            owner.id, job_id=job.id, page_size=3, page_token=token
+        )
+        seen.extend(e.key.scheduled_for for e in page)
+        await asyncio.sleep(0)
+        if not token:
+            break
+    await writer
+    assert len(seen) == len(set(seen)), "no execution is listed twice"
+    assert set(existing) <= set(seen), "every execution that existed before is listed"
+    assert seen == sorted(seen, reverse=True)
+
+
+async def test_list_filters_by_status_and_time_and_is_tenant_scoped(store: Store) -> None:
+    owner, stranger = await make.tenant(store), await make.tenant(store)
+    job = await make.job(store, owner, partition=2)
+    times = make.minutes(make.soon(), 6)
+    await store.occurrences.insert([make.occurrence(job, t) for t in times])
+    await store.executions.cancel(owner.id, ExecutionKey(job.id, times[0]))
+    cancelled, _ = await store.executions.list(owner.id, statuses=[ExecutionStatus.CANCELLED])
+    assert [e.key.scheduled_for for e in cancelled] == [times[0]]
+    window, _ = await store.executions.list(
+        owner.id, scheduled_after=times[2], scheduled_before=times[4]
+    )
+    assert [e.key.scheduled_for for e in window] == [times[3], times[2]]
+    assert await store.executions.list(stranger.id) == ([], "")
+    with pytest.raises(NotFound):
+        await store.executions.get(stranger.id, ExecutionKey(job.id, times[1]))
+    with pytest.raises(NotFound):
+        await store.executions.cancel(stranger.id, ExecutionKey(job.id, times[1]))
+
+
+async def test_a_forged_page_token_is_invalid_argument(store: Store) -> None:
+    owner = await make.tenant(store)
+    with pytest.raises(InvalidArgument, match="page_token"):
+        await store.executions.list(owner.id, page_token="not-a-token")
+    with pytest.raises(InvalidArgument, match="page_size: 5000 is not in 1-1000"):
+        await store.executions.list(owner.id, page_size=5000)
+
+
+async def test_get_shows_every_attempt_and_retry_revives_a_dead_one(store: Store) -> None:
+    owner = await make.tenant(store)
+    job = await make.job(store, owner, partition=3, max_attempts=2, backoff_base=timedelta(0))
+    at = make.soon()
+    key = ExecutionKey(job.id, at)
+    await store.occurrences.insert([make.occurrence(job, at)])
+    epochs = {PartitionId(3): 1}
+    await store.occurrences.set_epochs(epochs, node_id="n")
+    for n in range(2):
+        (claim,) = await store.occurrences.claim([key], epochs, lease_s=30)
+        await store.occurrences.record_results(
+            [AttemptResult(key, claim.fence, Outcome.FAILED, executor_id=f"ex-{n}", error=f"e{n}")]
+        )
+    dead = await store.executions.get(owner.id, key)
+    assert dead.status is ExecutionStatus.DEAD
+    assert [(a.number, a.fence, a.executor_id, a.outcome, a.error) for a in dead.attempts] == [
+        (1, 1, "ex-0", Outcome.FAILED, "e0"),
+        (2, 2, "ex-1", Outcome.FAILED, "e1"),
+    ]
+    with pytest.raises(InvalidTransition, match=r"cannot cancel execution .*: it is dead"):
+        await store.executions.cancel(owner.id, key)
+    revived = await store.executions.retry(owner.id, key)
+    assert (revived.status, revived.reason) == (ExecutionStatus.PENDING, "manual retry")
+    with pytest.raises(InvalidTransition, match="it is pending"):
+        await store.executions.retry(owner.id, key)
+    (claim,) = await store.occurrences.claim([key], epochs, lease_s=30)
+    assert (claim.attempt, claim.fence) == (3, 3)
