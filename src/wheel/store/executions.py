@@ -78,7 +78,8 @@ class Executions:
         }
         async with translated(), self._pool.connection() as conn:
             cursor = conn.cursor(row_factory=dict_row)
-            await cursor.execute(sql("list_executions"), params)
+            query = sql("list_executions_of_job" if job_id else "list_executions_of_tenant")
+            await cursor.execute(query, params)
             found = [execution_from_row(row) for row in await cursor.fetchall()]
         if len(found) < limit:
             return found, ""
