@@ -1,14 +1,15 @@
 """wheel's exception tree.
 
     WheelError
-    ├── ConfigError            a configuration value is invalid (names the field)
+    ├── FieldError             a value is invalid (names the field and the reason)
+    │   ├── ConfigError        ... in configuration
+    │   └── InvalidArgument    ... in a request
     ├── PackageConflictError   `import wheel` is not this project
     ├── LocalServiceError      an embedded etcd or Postgres failed to start or stop
     ├── NotFound               no such job / execution / tenant (for this tenant)
     ├── Conflict               the write lost a race or breaks a rule of state
     │   ├── VersionConflict    an update named a version that is no longer current
     │   └── InvalidTransition  the object is not in a state that allows this
-    ├── InvalidArgument        a request value is invalid (names the field)
     └── StoreError             Postgres failed (translated once, in wheel.store)
         ├── StoreUnavailable   cannot reach Postgres now: retry later, nothing lost
         └── MigrationError     the schema cannot be brought up to date
@@ -26,22 +27,21 @@ class WheelError(Exception):
     """Base of every error wheel raises on purpose."""
 
 
-class ConfigError(WheelError):
+class FieldError(WheelError):
+    """A value is invalid: names the field and the reason."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+class ConfigError(FieldError):
     """A configuration value is invalid."""
 
-    def __init__(self, field: str, reason: str) -> None:
-        super().__init__(f"{field}: {reason}")
-        self.field = field
-        self.reason = reason
 
-
-class InvalidArgument(WheelError):
+class InvalidArgument(FieldError):
     """A request value is invalid; nothing was written."""
-
-    def __init__(self, field: str, reason: str) -> None:
-        super().__init__(f"{field}: {reason}")
-        self.field = field
-        self.reason = reason
 
 
 class NotFound(WheelError):
