@@ -1,0 +1,115 @@
+"""A job's schedule, validated and ready to answer "when does it run?".
+
+    plan = compile_schedule(schedule, job_id, now=created_at)
+    plan.runs(start, end)          # Occurrences in [start, end), bounds applied
+    plan.fire_at(run.instant)      # the instant it fires: plus the job's smear offset
+    plan.next_runs(after, 5)       # for previews
+
+Bounds (`starts_at`, `ends_at`) are inclusive. The smear offset is a stable
+value in [0, smear) chosen by hashing the job id, the same every period; a
+smear as long as the gap between two runs is refused, so smearing never moves
+a run into another period.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from wheel.errors import InvalidArgument
+from wheel.model.jobs import Schedule, ScheduleKind
+from wheel.schedule import cron
+from wheel.schedule.dst import DstRule, Occurrence
+from wheel.schedule.expand import HORIZON_YEARS, expand, minimum_spacing, runs_some_day
+from wheel.schedule.zones import zone
+
+_FIRST_WINDOW = timedelta(days=2)
+
+
+def smear_offset(job_id: uuid.UUID, smear: timedelta) -> timedelta:
+    """The job's stable offset within [0, smear), to the millisecond."""
+    window_ms = int(smear / timedelta(milliseconds=1))
+    if window_ms <= 0:
+        return timedelta(0)
+    digest = hashlib.blake2b(job_id.bytes + b"smear", digest_size=8).digest()
+    return timedelta(milliseconds=int.from_bytes(digest, "big") % window_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulePlan:
+    schedule: Schedule
+    job_id: uuid.UUID
+    tz: ZoneInfo
+    expr: cron.CronExpr | None
+    rule: DstRule | None
+    one_off: datetime | None
+    """The instant of a NOW or AT schedule."""
+    offset: timedelta
+
+    def fire_at(self, instant: datetime) -> datetime:
+        return instant + self.offset
+
+    def runs(self, start: datetime, end: datetime, *, skipped: bool = False) -> list[Occurrence]:
+        """Runs with instants in [start, end) and within the bounds, in order."""
+        low = max(start, self.schedule.starts_at or start)
+        high = end
+        if self.schedule.ends_at is not None:
+            high = min(end, self.schedule.ends_at + timedelta(microseconds=1))
+        if low >= high:
+            return []
+        if self.one_off is not None:
+            return [Occurrence(self.one_off, self.one_off)] if low <= self.one_off < high else []
+        assert self.expr is not None
+        assert self.rule is not None
+        found = expand(self.expr, self.tz, self.rule, low, high)
+        return found if skipped else [o for o in found if not o.skipped]
+
+    def next_runs(self, after: datetime, count: int, *, skipped: bool = False) -> list[Occurrence]:
+        """The first `count` runs at or after `after` (fewer if the schedule ends)."""
+        found: list[Occurrence] = []
+        start, window = after, _FIRST_WINDOW
+        limit = after + timedelta(days=366 * (HORIZON_YEARS + 1))
+        while len([o for o in found if not o.skipped]) < count and start < limit:
+            if self.schedule.ends_at is not None and start > self.schedule.ends_at:
+                break
+            found.extend(self.runs(start, start + window, skipped=skipped))
+            start, window = start + window, window * 2
+        result, real = [], 0
+        for occurrence in found:
+            if real == count:
+                break
+            result.append(occurrence)
+            real += not occurrence.skipped
+        return result
+
+
+def compile_schedule(schedule: Schedule, job_id: uuid.UUID, *, now: datetime) -> SchedulePlan:
+    """Validate `schedule` for `job_id`; InvalidArgument names the field and the reason.
+
+    `now` is the creation instant: a NOW schedule runs then.
+    """
+    tz = zone(schedule.time_zone)
+    offset = smear_offset(job_id, schedule.smear)
+    if schedule.kind is ScheduleKind.NOW:
+        return SchedulePlan(schedule, job_id, tz, None, None, now.astimezone(UTC), offset)
+    if schedule.kind is ScheduleKind.AT:
+        assert schedule.at is not None
+        return SchedulePlan(schedule, job_id, tz, None, None, schedule.at.astimezone(UTC), offset)
+    assert schedule.cron is not None
+    expr = cron.parse(schedule.cron, job_id)
+    if not runs_some_day(expr, now.astimezone(tz).date()):
+        raise InvalidArgument(
+            "schedule.cron", f"{schedule.cron!r} matches no day in the next {HORIZON_YEARS} years"
+        )
+    spacing = minimum_spacing(expr)
+    if schedule.smear >= spacing:
+        raise InvalidArgument(
+            "schedule.smear",
+            f"{schedule.smear} is not shorter than the {spacing} between runs: "
+            "it would move runs into the next period",
+        )
+    rule = DstRule.for_expression(expr.wildcard, schedule.dst_gap, schedule.dst_fold)
+    return SchedulePlan(schedule, job_id, tz, expr, rule, None, offset)

@@ -1,0 +1,51 @@
+"""Previews: the next runs as a person reads them, with what DST and smear did."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from wheel.schedule.plan import SchedulePlan
+
+
+@dataclass(frozen=True, slots=True)
+class PreviewRun:
+    fire_at: datetime
+    """The instant it fires (UTC): the scheduled instant plus the job's smear."""
+    scheduled_for: datetime
+    """The occurrence's instant (UTC), its identity."""
+    wall_time: str
+    """When it fires in the job's zone, ISO 8601 with the UTC offset."""
+    time_zone: str
+    note: str | None
+
+
+def _duration(delta: timedelta) -> str:
+    seconds = delta.total_seconds()
+    minutes, rest = divmod(seconds, 60)
+    return f"{int(minutes)}m{rest:06.3f}s" if minutes else f"{rest:.3f}s"
+
+
+def preview(plan: SchedulePlan, after: datetime, count: int) -> list[PreviewRun]:
+    """The next `count` runs at or after `after`; notes say where DST or smear moved them."""
+    result, pending_notes = [], []
+    for occurrence in plan.next_runs(after, count, skipped=True):
+        if occurrence.skipped:
+            pending_notes.append(occurrence.note or "")
+            continue
+        fire_at = plan.fire_at(occurrence.instant)
+        notes = [*pending_notes, *([occurrence.note] if occurrence.note else [])]
+        if plan.offset:
+            notes.append(f"smeared by +{_duration(plan.offset)} (stable for this job)")
+        pending_notes = []
+        local = fire_at.astimezone(plan.tz)
+        result.append(
+            PreviewRun(
+                fire_at=fire_at,
+                scheduled_for=occurrence.instant,
+                wall_time=local.isoformat(),
+                time_zone=plan.tz.key,
+                note="; ".join(notes) or None,
+            )
+        )
+    return result
