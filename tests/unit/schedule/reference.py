@@ -14,6 +14,7 @@ instants to wall times, step by step, and applies the rule as stated:
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -74,7 +75,7 @@ class Walk:
             self.shown.setdefault(wall, []).append(instant)
         # (instant after the jump, wall times jumped over) for every forward jump
         self.jumps: list[tuple[datetime, list[datetime]]] = []
-        for (_, before), (instant, wall) in zip(pairs, pairs[1:], strict=False):
+        for (_, before), (instant, wall) in itertools.pairwise(pairs):
             if wall - before > step:
                 skipped, walls = before + step, []
                 while skipped < wall:

@@ -14,6 +14,8 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from tests.unit.schedule import reference
 from wheel.model.jobs import DstFold, DstGap
@@ -151,3 +153,32 @@ OVERRIDES = [(gap, fold) for gap in (DstGap.SHIFT, DstGap.SKIP)
 def test_every_override_matches_the_walk(name: str, gap: DstGap, fold: DstFold) -> None:
     expressions = ["30 1 * * *", "0,30 1,2 * * *", "*/15 * * * *", "*/30 1 * * *", "45 2 * * *"]
     check(expressions, name, MINUTE_WINDOW, reference.MINUTE, [(gap, fold)])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    fields=st.tuples(
+        st.sampled_from(["0", "*/15", "30", "0,45", "H", "*", "59", "*/7"]),
+        st.sampled_from(["*", "0", "1", "2", "1-3", "*/2", "23", "0,2"]),
+        st.sampled_from(["*", "1-15", "*/2", "31"]),
+        st.sampled_from(["*", "3,10", "1-6"]),
+        st.sampled_from(["*", "0", "1-5", "6"]),
+    ),
+    name=st.sampled_from(ZONES),
+    pick=st.integers(min_value=0),
+    gap=st.sampled_from(list(DstGap)),
+    fold=st.sampled_from(list(DstFold)),
+)
+def test_random_expressions_and_zones_match_the_walk(
+    fields: tuple[str, ...], name: str, pick: int, gap: DstGap, fold: DstFold
+) -> None:
+    found = transitions(name)
+    assume(found)
+    instant = found[pick % len(found)]
+    expr = cron.parse(" ".join(fields), JOB)
+    tz = ZoneInfo(name)
+    rule = DstRule.for_expression(expr.wildcard, gap, fold)
+    start, end = instant - MINUTE_WINDOW, instant + MINUTE_WINDOW
+    walked = reference.Walk(tz, start, end, reference.MINUTE, margin=MINUTE_WINDOW)
+    mine = [o.instant for o in expand(expr, tz, rule, start, end) if not o.skipped]
+    assert mine == walked.runs(expr, rule)
