@@ -56,6 +56,9 @@ class NewOccurrence:
     """scheduled_for plus smear: when the wheel fires it."""
     priority: int = 0
     trigger: Trigger = Trigger.SCHEDULE
+    status: ExecutionStatus = ExecutionStatus.PENDING
+    """PENDING, or SKIPPED for a run a misfire policy records without firing."""
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -160,5 +160,7 @@ class Job:
     partition: PartitionId
     materialised_to: datetime | None
     """Occurrences exist up to this instant (the materialiser's cursor)."""
+    materialised_version: int
+    """The version the existing occurrences were made from (0: none yet)."""
     created_at: datetime
     updated_at: datetime

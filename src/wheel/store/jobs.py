@@ -112,6 +112,7 @@ def job_from_row(row: dict[str, Any]) -> Job:
         version=row["version"],
         partition=PartitionId(row["partition"]),
         materialised_to=row["materialised_to"],
+        materialised_version=row["materialised_version"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
     )

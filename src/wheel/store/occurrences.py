@@ -90,6 +90,8 @@ class Occurrences:
             "fire_ats": [o.fire_at for o in occurrences],
             "priorities": [o.priority for o in occurrences],
             "triggers": [o.trigger.value for o in occurrences],
+            "statuses": [o.status.value for o in occurrences],
+            "reasons": [o.reason for o in occurrences],
         }
         days = {day_of(o.key.scheduled_for) for o in occurrences}
         await self._partitions.ensure(days)

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from wheel.store.executions import Executions
 from wheel.store.jobs import Jobs
+from wheel.store.materialising import Materialising
 from wheel.store.occurrences import Occurrences
 from wheel.store.pool import Pool, open_pool
 from wheel.store.tenants import Tenants
@@ -27,6 +28,7 @@ class Store:
     jobs: Jobs
     executions: Executions
     tenants: Tenants
+    materialising: Materialising
 
     @classmethod
     def over(cls, pool: Pool) -> Store:
@@ -39,6 +41,7 @@ class Store:
             jobs=Jobs(pool, occurrences),
             executions=Executions(pool),
             tenants=Tenants(pool),
+            materialising=Materialising(pool),
         )
 
     @classmethod

@@ -63,7 +63,9 @@ CREATE TABLE jobs (
                         CHECK (status IN ('active', 'paused', 'deleted')),
     version             bigint NOT NULL DEFAULT 1 CHECK (version >= 1),
     partition           integer NOT NULL CHECK (partition >= 0),
+    -- The materialiser's cursor: occurrences exist up to here, made from this version.
     materialised_to     timestamptz,
+    materialised_version bigint NOT NULL DEFAULT 0,
     created_at          timestamptz NOT NULL DEFAULT now(),
     updated_at          timestamptz NOT NULL DEFAULT now(),
     CHECK ((schedule_kind = 'at') = (run_at IS NOT NULL)),

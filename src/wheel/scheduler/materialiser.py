@@ -1,0 +1,212 @@
+"""The materialiser: recurring jobs become dated occurrence rows up to a horizon.
+
+Run by the owner of a partition, every few seconds. For each active cron job
+whose cursor (`materialised_to`) stops short of now + horizon, it expands the
+schedule from the cursor to the horizon and inserts the runs in batches; the
+unique (job, instant) key makes a second or concurrent run write nothing
+new. Never "create the next run when this one finishes": a missed cycle is
+caught up on the next one.
+
+Runs already in the past by more than the job's misfire grace were missed
+(the cluster was down, or the job paused): the job's misfire policy decides —
+`skip` records each as skipped, `fire_once` fires only the latest, `fire_all`
+replays the latest `misfire_replay_cap` — and every missed run not fired is
+recorded as skipped with the reason. After an edit, pending occurrences made
+from the old version are carried over where the new schedule still has them
+and skipped as `superseded` where it does not.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from wheel.errors import InvalidArgument
+from wheel.model.executions import ExecutionStatus, NewOccurrence
+from wheel.model.ids import ExecutionKey, JobId, PartitionId
+from wheel.model.jobs import Job, MisfirePolicy
+from wheel.schedule import SchedulePlan, compile_schedule
+from wheel.store import Store
+from wheel.store.materialising import Carry
+
+log = logging.getLogger(__name__)
+
+_EPSILON = timedelta(microseconds=1)
+
+
+@dataclass
+class MaterialiseReport:
+    jobs: int = 0
+    pending: int = 0
+    """Occurrences inserted to fire."""
+    skipped: int = 0
+    """Missed occurrences recorded as skipped by the misfire policy."""
+    carried: int = 0
+    superseded: int = 0
+    invalid: list[JobId] = field(default_factory=list)
+    """Jobs whose stored schedule no longer compiles (logged, left alone)."""
+
+
+class Materialiser:
+    """Expands the recurring jobs of the partitions it is given."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        horizon: timedelta,
+        clock: Callable[[], datetime],
+        jobs_per_batch: int = 500,
+        rows_per_insert: int = 5000,
+    ) -> None:
+        self._store = store
+        self._horizon = horizon
+        self._clock = clock
+        self._jobs_per_batch = jobs_per_batch
+        self._rows_per_insert = rows_per_insert
+        self._plans: dict[tuple[JobId, int], SchedulePlan] = {}
+
+    async def run(self, partitions: Collection[PartitionId]) -> MaterialiseReport:
+        """Bring every active cron job of `partitions` up to now + horizon."""
+        now = self._clock()
+        target = now + self._horizon
+        report = MaterialiseReport()
+        after: JobId | None = None
+        while True:
+            jobs = await self._store.materialising.jobs_due(
+                partitions, target, after=after, limit=self._jobs_per_batch
+            )
+            if not jobs:
+                return report
+            await self._batch(jobs, now, target, report)
+            after = jobs[-1].id
+
+    async def horizon_lag(self, partitions: Collection[PartitionId]) -> timedelta:
+        """How far the least materialised active job is behind now (zero: none is)."""
+        oldest = await self._store.materialising.oldest_cursor(partitions)
+        if oldest is None:
+            return timedelta(0)
+        return max(timedelta(0), self._clock() - oldest)
+
+    async def _batch(
+        self, jobs: Sequence[Job], now: datetime, target: datetime, report: MaterialiseReport
+    ) -> None:
+        plans = {job.id: plan for job in jobs if (plan := self._plan(job, report)) is not None}
+        edited = [j for j in jobs if j.id in plans and 0 < j.materialised_version != j.version]
+        edited_ids = {j.id for j in edited}
+        await self._supersede(edited, plans, report)
+        rows: list[NewOccurrence] = []
+        cursors: list[tuple[Job, datetime]] = []
+        for job in jobs:
+            plan = plans.get(job.id)
+            if plan is None:
+                continue
+            start = job.materialised_to or job.created_at
+            if job.id in edited_ids:
+                start = min(start, now)
+            rows.extend(self._occurrences(job, plan, start, now, target))
+            cursors.append((job, target))
+        for first in range(0, len(rows), self._rows_per_insert):
+            chunk = rows[first : first + self._rows_per_insert]
+            inserted = set(await self._store.occurrences.insert(chunk))
+            for row in chunk:
+                if row.key in inserted:
+                    if row.status is ExecutionStatus.PENDING:
+                        report.pending += 1
+                    else:
+                        report.skipped += 1
+        await self._store.materialising.advance(cursors)
+        report.jobs += len(cursors)
+
+    def _plan(self, job: Job, report: MaterialiseReport) -> SchedulePlan | None:
+        cached = self._plans.get((job.id, job.version))
+        if cached is not None:
+            return cached
+        try:
+            plan = compile_schedule(job.spec.schedule, job.id, now=job.created_at)
+        except InvalidArgument as exc:
+            log.warning(
+                "materialiser.invalid_schedule", extra={"job": str(job.id), "error": str(exc)}
+            )
+            report.invalid.append(job.id)
+            return None
+        self._plans[(job.id, job.version)] = plan
+        return plan
+
+    def _occurrences(
+        self, job: Job, plan: SchedulePlan, start: datetime, now: datetime, target: datetime
+    ) -> list[NewOccurrence]:
+        policies = job.spec.policies
+        runs = [r.instant for r in plan.runs(start, target)]
+        missed_before = now - policies.misfire_grace
+        missed = [r for r in runs if r < missed_before]
+        fired = set(_fired_missed(missed, policies.misfire, policies.misfire_replay_cap))
+        occurrences = []
+        for instant in runs:
+            status, reason = ExecutionStatus.PENDING, None
+            if instant < missed_before and instant not in fired:
+                status = ExecutionStatus.SKIPPED
+                reason = _missed_reason(policies.misfire, policies.misfire_replay_cap)
+            occurrences.append(
+                NewOccurrence(
+                    key=ExecutionKey(job.id, instant),
+                    tenant_id=job.tenant_id,
+                    partition=job.partition,
+                    job_version=job.version,
+                    fire_at=plan.fire_at(instant),
+                    priority=policies.priority,
+                    status=status,
+                    reason=reason,
+                )
+            )
+        return occurrences
+
+    async def _supersede(
+        self, edited: Sequence[Job], plans: dict[JobId, SchedulePlan], report: MaterialiseReport
+    ) -> None:
+        outdated = await self._store.materialising.outdated_pending(edited)
+        if not outdated:
+            return
+        by_job: dict[JobId, list[ExecutionKey]] = {}
+        for key in outdated:
+            by_job.setdefault(key.job_id, []).append(key)
+        jobs = {job.id: job for job in edited}
+        decisions = []
+        for job_id, keys in by_job.items():
+            job, plan = jobs[job_id], plans[job_id]
+            low = min(k.scheduled_for for k in keys)
+            high = max(k.scheduled_for for k in keys) + _EPSILON
+            still = {r.instant for r in plan.runs(low, high)}
+            for key in keys:
+                keep = key.scheduled_for in still
+                decisions.append(
+                    Carry(
+                        key,
+                        job.version,
+                        keep,
+                        plan.fire_at(key.scheduled_for),
+                        job.spec.policies.priority,
+                    )
+                )
+                report.carried += keep
+                report.superseded += not keep
+        await self._store.materialising.supersede(decisions)
+
+
+def _fired_missed(missed: list[datetime], policy: MisfirePolicy, cap: int) -> list[datetime]:
+    """Which missed runs still fire under the misfire policy."""
+    if not missed or policy is MisfirePolicy.SKIP:
+        return []
+    if policy is MisfirePolicy.FIRE_ONCE:
+        return [missed[-1]]
+    return missed[-cap:]
+
+
+def _missed_reason(policy: MisfirePolicy, cap: int) -> str:
+    if policy is MisfirePolicy.SKIP:
+        return "misfire: missed while no scheduler was running (policy skip)"
+    if policy is MisfirePolicy.FIRE_ONCE:
+        return "misfire: a later missed run fired instead (policy fire_once)"
+    return f"misfire: beyond the replay cap of {cap} (policy fire_all)"

@@ -1,0 +1,108 @@
+"""The materialiser's queries: which jobs to expand, cursors, superseding after edits."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from psycopg.rows import dict_row
+
+from wheel.model.ids import ExecutionKey, JobId, PartitionId
+from wheel.model.jobs import Job
+from wheel.store.jobs import job_from_row
+from wheel.store.pool import Pool
+from wheel.store.queries import sql
+from wheel.store.translate import translated
+
+_NIL = uuid.UUID(int=0)
+
+
+@dataclass(frozen=True, slots=True)
+class Carry:
+    """What becomes of a pending occurrence made from an older version of its job."""
+
+    key: ExecutionKey
+    version: int
+    keep: bool
+    """True: the new version has this run too (it moves to the version); False: superseded."""
+    fire_at: datetime
+    priority: int
+
+
+class Materialising:
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
+
+    async def jobs_due(
+        self,
+        partitions: Collection[PartitionId],
+        target: datetime,
+        *,
+        after: JobId | None = None,
+        limit: int = 500,
+    ) -> list[Job]:
+        """Active cron jobs needing occurrences up to `target` (or made from an old version)."""
+        async with translated(), self._pool.connection() as conn:
+            cursor = conn.cursor(row_factory=dict_row)
+            await cursor.execute(
+                sql("jobs_to_materialise"),
+                {
+                    "partitions": list(partitions),
+                    "target": target,
+                    "after_id": after or _NIL,
+                    "limit": limit,
+                },
+            )
+            return [job_from_row(row) for row in await cursor.fetchall()]
+
+    async def advance(self, cursors: Sequence[tuple[Job, datetime]]) -> set[JobId]:
+        """Set each job's cursor (forward only) unless it was edited since it was read."""
+        if not cursors:
+            return set()
+        async with translated(), self._pool.connection() as conn:
+            cursor = await conn.execute(
+                sql("advance_cursors"),
+                {
+                    "job_ids": [job.id for job, _ in cursors],
+                    "versions": [job.version for job, _ in cursors],
+                    "materialised_tos": [to for _, to in cursors],
+                },
+            )
+            return {JobId(row[0]) for row in await cursor.fetchall()}
+
+    async def outdated_pending(self, jobs: Sequence[Job]) -> list[ExecutionKey]:
+        """Pending occurrences of `jobs` made from older versions of them."""
+        if not jobs:
+            return []
+        async with translated(), self._pool.connection() as conn:
+            cursor = await conn.execute(
+                sql("outdated_pending"),
+                {"job_ids": [j.id for j in jobs], "versions": [j.version for j in jobs]},
+            )
+            return [ExecutionKey(JobId(job_id), at) for job_id, at in await cursor.fetchall()]
+
+    async def supersede(self, decisions: Sequence[Carry]) -> None:
+        """Carry kept occurrences over to the new version; skip the rest as superseded."""
+        if not decisions:
+            return
+        async with translated(), self._pool.connection() as conn:
+            await conn.execute(
+                sql("supersede"),
+                {
+                    "job_ids": [d.key.job_id for d in decisions],
+                    "scheduled_fors": [d.key.scheduled_for for d in decisions],
+                    "versions": [d.version for d in decisions],
+                    "keep": [d.keep for d in decisions],
+                    "fire_ats": [d.fire_at for d in decisions],
+                    "priorities": [d.priority for d in decisions],
+                },
+            )
+
+    async def oldest_cursor(self, partitions: Collection[PartitionId]) -> datetime | None:
+        """The least materialised active cron job's cursor (its creation if it has none)."""
+        async with translated(), self._pool.connection() as conn:
+            cursor = await conn.execute(sql("oldest_cursor"), {"partitions": list(partitions)})
+            row = await cursor.fetchone()
+        return row[0] if row else None

@@ -1,0 +1,4 @@
+-- The least materialised active cron job of the given partitions (NULL: none).
+SELECT min(coalesce(materialised_to, created_at))
+FROM jobs
+WHERE partition = ANY(%(partitions)s::integer[]) AND status = 'active' AND schedule_kind = 'cron'

@@ -1,0 +1,14 @@
+-- After an edit: pending occurrences the new version still has are carried
+-- over to it; the others are skipped as superseded, never run under the old
+-- definition.
+UPDATE executions e
+SET job_version = u.version,
+    fire_at = CASE WHEN u.keep THEN u.fire_at ELSE e.fire_at END,
+    priority = u.priority,
+    status = CASE WHEN u.keep THEN e.status ELSE 'skipped' END,
+    reason = CASE WHEN u.keep THEN e.reason ELSE 'superseded' END,
+    finished_at = CASE WHEN u.keep THEN e.finished_at ELSE now() END
+FROM unnest(%(job_ids)s::uuid[], %(scheduled_fors)s::timestamptz[], %(versions)s::bigint[],
+            %(keep)s::boolean[], %(fire_ats)s::timestamptz[], %(priorities)s::integer[])
+     AS u (job_id, scheduled_for, version, keep, fire_at, priority)
+WHERE e.job_id = u.job_id AND e.scheduled_for = u.scheduled_for AND e.status = 'pending'
