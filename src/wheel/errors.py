@@ -10,9 +10,12 @@
     ├── Conflict               the write lost a race or breaks a rule of state
     │   ├── VersionConflict    an update named a version that is no longer current
     │   └── InvalidTransition  the object is not in a state that allows this
-    └── StoreError             Postgres failed (translated once, in wheel.store)
-        ├── StoreUnavailable   cannot reach Postgres now: retry later, nothing lost
-        └── MigrationError     the schema cannot be brought up to date
+    ├── StoreError             Postgres failed (translated once, in wheel.store)
+    │   ├── StoreUnavailable   cannot reach Postgres now: retry later, nothing lost
+    │   └── MigrationError     the schema cannot be brought up to date
+    └── CoordinatorError       etcd failed (translated once, in wheel.coordinator)
+        ├── CoordinatorUnavailable  cannot reach etcd now: retry later
+        └── HistoryCompacted   a watch asked for revisions etcd no longer keeps
 
 Later layers add their branches here (store, coordinator, API). Errors carry
 the context needed to act on them; expected outcomes are return values.
@@ -88,6 +91,22 @@ class StoreUnavailable(StoreError):
 
 class MigrationError(StoreError):
     """The schema cannot be brought up to date."""
+
+
+class CoordinatorError(WheelError):
+    """etcd failed in a way the caller did not expect."""
+
+
+class CoordinatorUnavailable(CoordinatorError):
+    """etcd cannot be reached now; the operation did not happen and may be retried."""
+
+
+class HistoryCompacted(CoordinatorError):
+    """A watch started below etcd's compaction point: re-list, then watch again."""
+
+    def __init__(self, compacted_revision: int) -> None:
+        super().__init__(f"etcd history is compacted below revision {compacted_revision}")
+        self.compacted_revision = compacted_revision
 
 
 class PackageConflictError(WheelError):
