@@ -1,0 +1,63 @@
+"""Where things live in etcd: readable JSON under /wheel/<cluster>/.
+
+    /wheel/<cluster>/config              {"partitions": 256}
+    /wheel/<cluster>/nodes/<id>          {"node", "address", "since"}   (the node's lease)
+    /wheel/<cluster>/partitions/<nnnn>   {"node", "since"}              (the owner's lease)
+    /wheel/<cluster>/executors/<id>      {"executor", "address", "pools", ...}
+
+`etcdctl get --prefix /wheel/<cluster>/partitions/` shows every owner; a
+partition key's create revision is the partition's epoch.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_PARTITIONS = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    cluster: str
+
+    @property
+    def root(self) -> str:
+        return f"/wheel/{self.cluster}/"
+
+    @property
+    def config(self) -> str:
+        return f"{self.root}config"
+
+    @property
+    def nodes(self) -> str:
+        return f"{self.root}nodes/"
+
+    @property
+    def partitions(self) -> str:
+        return f"{self.root}partitions/"
+
+    @property
+    def executors(self) -> str:
+        return f"{self.root}executors/"
+
+    def node(self, node_id: str) -> str:
+        return f"{self.nodes}{node_id}"
+
+    def partition(self, partition: int) -> str:
+        return f"{self.partitions}{partition:04d}"
+
+    def partition_of(self, key: str) -> int:
+        return int(key.removeprefix(self.partitions))
+
+
+def encode(document: dict[str, Any]) -> bytes:
+    return json.dumps(document, sort_keys=True).encode()
+
+
+def decode(value: bytes) -> dict[str, Any]:
+    document = json.loads(value)
+    if not isinstance(document, dict):
+        raise ValueError("expected a JSON object")
+    return document

@@ -1,0 +1,168 @@
+"""Partition ownership: each node takes its rendezvous share, under its session's lease.
+
+The contract: a node calls `on_acquired(partition, epoch)` only after it
+created `partitions/<nnnn>` under its own lease (the key's create revision is
+the epoch) and `on_released(partition)` before it deletes a key it no longer
+should hold — or at once when its session is lost, no later than the lease
+could have expired. A partition key is created only if absent, so no two
+nodes hold one at a time; a node that should own a partition still held by
+another waits for the holder to hand it over (or for its lease to expire).
+
+Reconciliation runs on every change of the node set or the partition keys:
+desired = share(self, live nodes), release what is held and not desired,
+acquire what is desired and free. Rendezvous hashing moves only the
+partitions a joining or leaving node wins or held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+from wheel.coordinator import hrw
+from wheel.coordinator.etcd import Etcd
+from wheel.coordinator.layout import DEFAULT_PARTITIONS, Layout, decode, encode
+from wheel.coordinator.mirror import PrefixMirror
+from wheel.coordinator.session import Session
+from wheel.errors import CoordinatorError
+from wheel.model.ids import PartitionId
+
+log = logging.getLogger(__name__)
+
+Acquired = Callable[[PartitionId, int], Awaitable[bool]]
+"""Called with (partition, epoch) after acquisition; False refuses it (it is released)."""
+Released = Callable[[PartitionId], Awaitable[None]]
+
+
+async def partition_count(etcd: Etcd, layout: Layout, default: int = DEFAULT_PARTITIONS) -> int:
+    """The cluster's partition count, fixed by whichever node wrote `config` first."""
+    existing = await etcd.get(layout.config)
+    if existing is None:
+        await etcd.create(layout.config, encode({"partitions": default}), lease=0)
+        existing = await etcd.get(layout.config)
+    assert existing is not None
+    return int(decode(existing.value)["partitions"])
+
+
+class Ownership:
+    def __init__(
+        self,
+        etcd: Etcd,
+        layout: Layout,
+        node_id: str,
+        *,
+        partitions: int,
+        session: Session,
+        on_acquired: Acquired,
+        on_released: Released,
+        address: str = "",
+    ) -> None:
+        self._etcd = etcd
+        self._layout = layout
+        self.node_id = node_id
+        self._count = partitions
+        self._session = session
+        self._on_acquired = on_acquired
+        self._on_released = on_released
+        self._address = address
+        self.held: dict[PartitionId, int] = {}
+        """Partitions this node owns now, with their epochs."""
+        self._nodes = PrefixMirror(etcd, layout.nodes, on_change=lambda _: self._poke())
+        self._keys = PrefixMirror(etcd, layout.partitions, on_change=lambda _: self._poke())
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.settled = asyncio.Event()
+        """Set whenever a reconciliation leaves nothing to do; replaced on the next change."""
+
+    async def start(self) -> None:
+        await self._etcd.put(
+            self._layout.node(self.node_id),
+            encode(
+                {
+                    "node": self.node_id,
+                    "address": self._address,
+                    "since": datetime.now(UTC).isoformat(),
+                }
+            ),
+            lease=self._session.lease_id,
+        )
+        await self._nodes.start()
+        await self._keys.start()
+        self._task = asyncio.create_task(self._run(), name=f"ownership {self.node_id}")
+
+    async def stop(self, *, hand_over: bool = True) -> None:
+        """Stop reconciling; hand every partition over (release, delete) unless told not to."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if hand_over:
+            for partition in list(self.held):
+                await self._release(partition)
+        await self._nodes.stop()
+        await self._keys.stop()
+
+    def _poke(self) -> None:
+        self.settled = asyncio.Event() if self.settled.is_set() else self.settled
+        self._wake.set()
+
+    async def _run(self) -> None:
+        lost = asyncio.create_task(self._session.lost.wait())
+        try:
+            while True:
+                if self._session.lost.is_set():
+                    await self._lose_everything()
+                    return
+                self._wake.clear()
+                try:
+                    await self._reconcile()
+                except CoordinatorError as exc:
+                    log.warning(
+                        "ownership.reconcile_failed",
+                        extra={"node": self.node_id, "error": str(exc)},
+                    )
+                    await asyncio.sleep(
+                        0.1
+                    )  # etcd is away: retry soon, the session bounds the wait
+                    continue
+                if not self._wake.is_set():
+                    self.settled.set()
+                wake = asyncio.create_task(self._wake.wait())
+                await asyncio.wait({wake, lost}, return_when=asyncio.FIRST_COMPLETED)
+                wake.cancel()
+        finally:
+            lost.cancel()
+
+    async def _reconcile(self) -> None:
+        live = [key.removeprefix(self._layout.nodes) for key in self._nodes.items]
+        desired = hrw.share(self.node_id, live, self._count)
+        for partition in sorted(set(self.held) - desired):
+            await self._release(partition)
+        holders = {self._layout.partition_of(key): kv for key, kv in self._keys.items.items()}
+        for partition in sorted(desired - set(self.held)):
+            if partition in holders:
+                continue  # another node still holds it: its delete will wake us
+            epoch = await self._etcd.create(
+                self._layout.partition(partition),
+                encode({"node": self.node_id, "since": datetime.now(UTC).isoformat()}),
+                lease=self._session.lease_id,
+            )
+            if epoch is None:
+                continue
+            self.held[partition] = epoch
+            if not await self._on_acquired(partition, epoch):
+                await self._release(partition)
+
+    async def _release(self, partition: PartitionId) -> None:
+        epoch = self.held.pop(partition)
+        await self._on_released(partition)
+        await self._etcd.delete_if_created_at(self._layout.partition(partition), epoch)
+
+    async def _lose_everything(self) -> None:
+        log.warning("ownership.session_lost", extra={"node": self.node_id, "held": len(self.held)})
+        for partition in list(self.held):
+            self.held.pop(partition)
+            await self._on_released(partition)
