@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.conftest import service_data_root
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.mirror import PrefixMirror
 from wheel.errors import HistoryCompacted
@@ -71,17 +69,6 @@ async def test_the_mirror_follows_puts_and_deletes(etcd: Etcd, etcd_prefix: str)
     )
     await until(mirror, lambda: f"{etcd_prefix}a" not in mirror.items)
     await mirror.stop()
-
-
-@pytest.fixture
-def own_etcd() -> Iterator[EtcdServer]:
-    root = service_data_root()
-    server = EtcdServer.start(root / "etcd", durable=False)
-    try:
-        yield server
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 async def test_the_mirror_resumes_after_etcd_restarts(own_etcd: EtcdServer) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 import uuid
 from dataclasses import dataclass, field
 
@@ -15,7 +17,7 @@ from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
 from wheel.coordinator.ownership import Ownership, partition_count
 from wheel.coordinator.session import Session
-from wheel.local import LocalServices
+from wheel.local import EtcdServer, LocalServices
 from wheel.model.ids import ExecutionKey, PartitionId
 from wheel.store import Store
 
@@ -169,3 +171,39 @@ async def test_acquired_epochs_fence_the_stale_owner_in_postgres(
     assert [c.key for c in claimed] == [key]
     for node in (first, second):
         await node.stop()
+
+
+async def test_a_node_whose_etcd_goes_silent_lets_go_of_everything(
+    own_etcd: EtcdServer, layout: Layout
+) -> None:
+    ledger = Ledger()
+    node = Node(own_etcd.endpoint, layout, "node-a", ledger)
+    await node.start()
+    await asyncio.wait_for(converged(ledger, [node]), TTL_S + SLACK_S)
+    os.kill(own_etcd.process.pid, signal.SIGSTOP)
+    await node.session.lost.wait()
+    while ledger.holder:
+        await ledger.changed.wait()
+    assert node.ownership.held == {}
+    os.kill(own_etcd.process.pid, signal.SIGCONT)
+    await node.ownership.stop(hand_over=False)
+    await node.etcd.close()
+
+
+async def test_ownership_survives_an_etcd_restart(own_etcd: EtcdServer, layout: Layout) -> None:
+    ledger = Ledger()
+    nodes = [Node(own_etcd.endpoint, layout, f"node-{n}", ledger) for n in range(2)]
+    for node in nodes:
+        await node.start()
+    await asyncio.wait_for(converged(ledger, nodes), TTL_S + SLACK_S)
+    own_etcd.stop()
+    restarted = EtcdServer.start(own_etcd.data_dir, port=own_etcd.port, durable=False)
+    try:
+        third = Node(restarted.endpoint, layout, "node-2", ledger)
+        await third.start()
+        nodes.append(third)
+        await asyncio.wait_for(converged(ledger, nodes), TTL_S + SLACK_S)
+        for node in nodes:
+            await node.stop()
+    finally:
+        restarted.stop()

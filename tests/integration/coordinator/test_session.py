@@ -3,29 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import time
-from collections.abc import Iterator
 
-import pytest
-
-from tests.conftest import service_data_root
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.session import Session
 from wheel.local import EtcdServer
-
-
-@pytest.fixture
-def own_etcd() -> Iterator[EtcdServer]:
-    root = service_data_root()
-    server = EtcdServer.start(root / "etcd", durable=False)
-    try:
-        yield server
-    finally:
-        os.kill(server.process.pid, signal.SIGCONT)
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 async def test_a_kept_session_outlives_its_ttl(own_etcd: EtcdServer) -> None:
