@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import sys
 from pathlib import Path
 
 import click
+from rich.console import Console
+from rich.table import Table
 
 from wheel import devcluster, eventloop
 from wheel.errors import WheelError
@@ -72,6 +76,48 @@ def migrate(dsn: str) -> None:
     for migration in applied:
         click.echo(f"applied {migration.number:04d}_{migration.name}")
     click.echo("schema up to date" if applied else "schema already up to date")
+
+
+@cli.command()
+@click.option(
+    "--etcd",
+    "endpoint",
+    envvar="WHEEL_ETCD_ENDPOINT",
+    required=True,
+    help="etcd client URL, e.g. http://127.0.0.1:2379 (env WHEEL_ETCD_ENDPOINT).",
+)
+@click.option(
+    "--cluster",
+    envvar="WHEEL_CLUSTER",
+    default="default",
+    show_default=True,
+    help="Cluster name: keys live under /wheel/<cluster>/ (env WHEEL_CLUSTER).",
+)
+@click.option("--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+def shards(endpoint: str, cluster: str, output: str) -> None:
+    """Every partition, the node that owns it and its epoch (as etcdctl would show them)."""
+    from wheel.coordinator import shards as listing
+    from wheel.coordinator.etcd import Etcd
+    from wheel.coordinator.layout import Layout
+
+    async def read() -> list[listing.Shard]:
+        etcd = await Etcd.connect(endpoint)
+        try:
+            return await listing.shards(etcd, Layout(cluster))
+        finally:
+            await etcd.close()
+
+    rows = eventloop.run(read())
+    if output == "json":
+        click.echo(json.dumps([dataclasses.asdict(row) for row in rows], indent=2))
+        return
+    table = Table("partition", "owner", "epoch", "since", title=f"cluster {cluster}")
+    for row in rows:
+        table.add_row(f"{row.partition:04d}", row.node_id or "-", str(row.epoch or "-"),
+                      row.since or "-")  # fmt: skip
+    held = sum(row.node_id is not None for row in rows)
+    Console().print(table)
+    click.echo(f"{held} of {len(rows)} partitions held")
 
 
 def main() -> None:

@@ -3,97 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import uuid
-from dataclasses import dataclass, field
 
 import pytest
 
+from tests.integration.coordinator.harness import (
+    SLACK_S,
+    TTL_S,
+    Ledger,
+    Node,
+    converged,
+)
 from tests.integration.store import factories as make
-from wheel.coordinator import hrw
-from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
-from wheel.coordinator.ownership import Ownership, partition_count
-from wheel.coordinator.session import Session
 from wheel.local import EtcdServer, LocalServices
-from wheel.model.ids import ExecutionKey, PartitionId
+from wheel.model.ids import ExecutionKey
 from wheel.store import Store
-
-PARTITIONS = 32
-TTL_S = 1
-SLACK_S = 4.0
-
-
-@dataclass
-class Ledger:
-    """Who believes they own what, from the nodes' own callbacks; fails on a double owner."""
-
-    holder: dict[PartitionId, str] = field(default_factory=dict)
-    epochs: dict[PartitionId, list[int]] = field(default_factory=dict)
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def acquired(self, node: str, partition: PartitionId, epoch: int) -> None:
-        assert partition not in self.holder, (
-            f"{node} acquired {partition} while {self.holder[partition]} holds it"
-        )
-        self.holder[partition] = node
-        self.epochs.setdefault(partition, []).append(epoch)
-        self._changed()
-
-    def released(self, node: str, partition: PartitionId) -> None:
-        assert self.holder.pop(partition) == node
-        self._changed()
-
-    def _changed(self) -> None:
-        self.changed.set()
-        self.changed = asyncio.Event()
-
-
-class Node:
-    def __init__(self, endpoint: str, layout: Layout, name: str, ledger: Ledger) -> None:
-        self.endpoint, self.layout, self.name, self.ledger = endpoint, layout, name, ledger
-
-    async def start(self) -> None:
-        self.etcd = await Etcd.connect(self.endpoint)
-        self.session = await Session.open(self.etcd, ttl_s=TTL_S)
-        count = await partition_count(self.etcd, self.layout, default=PARTITIONS)
-
-        async def acquired(partition: PartitionId, epoch: int) -> bool:
-            self.ledger.acquired(self.name, partition, epoch)
-            return True
-
-        async def released(partition: PartitionId) -> None:
-            self.ledger.released(self.name, partition)
-
-        self.ownership = Ownership(
-            self.etcd, self.layout, self.name, partitions=count, session=self.session,
-            on_acquired=acquired, on_released=released,
-        )  # fmt: skip
-        await self.ownership.start()
-
-    async def stop(self) -> None:
-        await self.ownership.stop(hand_over=True)
-        await self.session.close()
-        await self.etcd.close()
-
-    async def crash(self) -> None:
-        """Gone without cleanup: no hand-over, no revoke; its lease runs out in etcd."""
-        await self.ownership.stop(hand_over=False)
-        for partition in list(self.ownership.held):
-            self.ledger.released(self.name, partition)  # it is dead: it believes nothing
-        self.session._task.cancel()  # type: ignore[union-attr]
-        with contextlib.suppress(asyncio.CancelledError):
-            await self.session._task  # type: ignore[misc]
-        await self.etcd.close()
-
-
-async def converged(ledger: Ledger, nodes: list[Node]) -> None:
-    """Until every partition is held by its rendezvous owner among `nodes`."""
-    want = hrw.assignment([n.name for n in nodes], PARTITIONS)
-    while ledger.holder != want:
-        await ledger.changed.wait()
 
 
 @pytest.fixture
