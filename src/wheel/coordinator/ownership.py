@@ -94,7 +94,12 @@ class Ownership:
         self._task = asyncio.create_task(self._run(), name=f"ownership {self.node_id}")
 
     async def stop(self, *, hand_over: bool = True) -> None:
-        """Stop reconciling; hand every partition over (release, delete) unless told not to."""
+        """Stop reconciling and let go of every partition.
+
+        With `hand_over`, each is released and its key deleted so the next
+        owner takes it at once; without (the session is lost or the node is
+        going away uncleanly), each is released and its key left to expire.
+        """
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -102,6 +107,8 @@ class Ownership:
         if hand_over:
             for partition in list(self.held):
                 await self._release(partition)
+        else:
+            await self._lose_everything()
         await self._nodes.stop()
         await self._keys.stop()
 
@@ -162,7 +169,8 @@ class Ownership:
         await self._etcd.delete_if_created_at(self._layout.partition(partition), epoch)
 
     async def _lose_everything(self) -> None:
-        log.warning("ownership.session_lost", extra={"node": self.node_id, "held": len(self.held)})
+        if self.held:
+            log.warning("ownership.let_go", extra={"node": self.node_id, "held": len(self.held)})
         for partition in list(self.held):
             self.held.pop(partition)
             await self._on_released(partition)

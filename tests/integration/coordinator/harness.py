@@ -72,9 +72,7 @@ class Node:
 
     async def crash(self) -> None:
         """Gone without cleanup: no hand-over, no revoke; its lease runs out in etcd."""
-        await self.ownership.stop(hand_over=False)
-        for partition in list(self.ownership.held):
-            self.ledger.released(self.name, partition)  # it is dead: it believes nothing
+        await self.ownership.stop(hand_over=False)  # it is dead: it believes nothing
         self.session._task.cancel()  # type: ignore[union-attr]
         with contextlib.suppress(asyncio.CancelledError):
             await self.session._task  # type: ignore[misc]
