@@ -84,20 +84,24 @@ async def store(database_dsn: str) -> AsyncIterator[Store]:
 
 
 @pytest.fixture
-def etcd_prefix() -> str:
-    """An etcd key prefix of this test's own."""
-    return f"/wheel-test/{uuid.uuid4().hex}/"
+async def etcd_prefix(local_services: LocalServices) -> AsyncIterator[str]:
+    """An etcd key prefix of this test's own; everything under it is deleted afterwards."""
+    prefix = f"/wheel-test/{uuid.uuid4().hex}/"
+    yield prefix
+    client = aetcd.Client(host="127.0.0.1", port=local_services.etcd.port)
+    await client.connect()
+    try:
+        await client.delete_prefix(prefix.encode())
+    finally:
+        await client.close()
 
 
 @pytest.fixture
-async def etcd_client(
-    local_services: LocalServices, etcd_prefix: str
-) -> AsyncIterator[aetcd.Client]:
-    """A connected etcd client; everything under `etcd_prefix` is deleted afterwards."""
+async def etcd_client(local_services: LocalServices) -> AsyncIterator[aetcd.Client]:
+    """A connected (raw aetcd) etcd client."""
     client = aetcd.Client(host="127.0.0.1", port=local_services.etcd.port)
     await client.connect()
     try:
         yield client
     finally:
-        await client.delete_prefix(etcd_prefix.encode())
         await client.close()
