@@ -34,6 +34,8 @@ from wheel.store.materialising import Carry
 log = logging.getLogger(__name__)
 
 _EPSILON = timedelta(microseconds=1)
+# Compiled plans kept per (job, version); past this many the cache starts over.
+_PLAN_CACHE_LIMIT = 50_000
 
 
 @dataclass
@@ -132,6 +134,8 @@ class Materialiser:
             )
             report.invalid.append(job.id)
             return None
+        if len(self._plans) >= _PLAN_CACHE_LIMIT:
+            self._plans.clear()
         self._plans[(job.id, job.version)] = plan
         return plan
 

@@ -135,6 +135,8 @@ class Jobs:
     ) -> Job:
         """Store a job and, in the same transaction, its first occurrences (a one-off's)."""
         params = {**spec_params(spec), "id": job_id, "tenant_id": tenant_id, "partition": partition}
+        # Partition DDL needs a connection of its own: done before this one is taken.
+        await self._occurrences.ensure_partitions(occurrences)
         async with translated(), self._pool.connection() as conn, conn.transaction():
             cursor = conn.cursor(row_factory=dict_row)
             await cursor.execute(sql("insert_job"), params)

@@ -107,6 +107,10 @@ class Occurrences:
                 rows = await self._fetch_raw(sql("insert_occurrences"), params)
         return [_key(job_id, at) for job_id, at in rows]
 
+    async def ensure_partitions(self, occurrences: Sequence[NewOccurrence]) -> None:
+        """Create the day partitions these occurrences need (a no-op once known)."""
+        await self._partitions.ensure({day_of(o.key.scheduled_for) for o in occurrences})
+
     async def load_due(
         self,
         partitions: Iterable[PartitionId],
