@@ -15,6 +15,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from wheel.model.ids import PartitionId
+
 DEFAULT_PARTITIONS = 256
 
 
@@ -48,8 +50,8 @@ class Layout:
     def partition(self, partition: int) -> str:
         return f"{self.partitions}{partition:04d}"
 
-    def partition_of(self, key: str) -> int:
-        return int(key.removeprefix(self.partitions))
+    def partition_of(self, key: str) -> PartitionId:
+        return PartitionId(int(key.removeprefix(self.partitions)))
 
 
 def encode(document: dict[str, Any]) -> bytes:

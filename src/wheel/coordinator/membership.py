@@ -69,6 +69,7 @@ class Membership:
                 await self._member(session)
             except CoordinatorError as exc:
                 log.warning("membership.lost", extra={"node": self.node_id, "error": str(exc)})
+                await session.close()
             finally:
                 self.joined.clear()
 

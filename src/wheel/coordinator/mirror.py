@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable, Mapping
 
 from wheel.coordinator.etcd import Etcd, KeyValue
-from wheel.errors import CoordinatorUnavailable, HistoryCompacted
+from wheel.errors import CoordinatorError, HistoryCompacted
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ class PrefixMirror:
             except HistoryCompacted:
                 log.warning("mirror.relist", extra={"prefix": self._prefix})
                 need_listing = True
-            except CoordinatorUnavailable as exc:
+            except CoordinatorError as exc:
                 log.info("mirror.retry", extra={"prefix": self._prefix, "error": str(exc)})
                 await asyncio.sleep(delay)  # backoff while etcd is away
                 delay = min(delay * 2, RETRY_MAX_S)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
@@ -27,10 +28,13 @@ from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import DEFAULT_PARTITIONS, Layout, decode, encode
 from wheel.coordinator.mirror import PrefixMirror
 from wheel.coordinator.session import Session
-from wheel.errors import CoordinatorError
 from wheel.model.ids import PartitionId
 
 log = logging.getLogger(__name__)
+
+RETRY_MIN_S = 0.1
+RETRY_MAX_S = 2.0
+REFUSED_BACKOFF_S = 1.0
 
 Acquired = Callable[[PartitionId, int], Awaitable[bool]]
 """Called with (partition, epoch) after acquisition; False refuses it (it is released)."""
@@ -73,6 +77,7 @@ class Ownership:
         self._nodes = PrefixMirror(etcd, layout.nodes, on_change=lambda _: self._poke())
         self._keys = PrefixMirror(etcd, layout.partitions, on_change=lambda _: self._poke())
         self._wake = asyncio.Event()
+        self._refused: dict[PartitionId, float] = {}
         self._task: asyncio.Task[None] | None = None
         self.settled = asyncio.Event()
         """Set whenever a reconciliation leaves nothing to do; replaced on the next change."""
@@ -118,6 +123,7 @@ class Ownership:
 
     async def _run(self) -> None:
         lost = asyncio.create_task(self._session.lost.wait())
+        delay = RETRY_MIN_S
         try:
             while True:
                 if self._session.lost.is_set():
@@ -126,15 +132,14 @@ class Ownership:
                 self._wake.clear()
                 try:
                     await self._reconcile()
-                except CoordinatorError as exc:
+                    delay = RETRY_MIN_S
+                except Exception as exc:  # etcd, or a callback's store: retry, never give up
                     log.warning(
                         "ownership.reconcile_failed",
-                        extra={"node": self.node_id, "error": str(exc)},
+                        extra={"node": self.node_id, "error": repr(exc)},
                     )
-                    await asyncio.sleep(
-                        0.1
-                    )  # etcd is away: retry soon, the session bounds the wait
-                    continue
+                    self._wake_later(delay)
+                    delay = min(delay * 2, RETRY_MAX_S)
                 if not self._wake.is_set():
                     self.settled.set()
                 wake = asyncio.create_task(self._wake.wait())
@@ -143,29 +148,59 @@ class Ownership:
         finally:
             lost.cancel()
 
+    def _wake_later(self, delay_s: float) -> None:
+        asyncio.get_running_loop().call_later(delay_s, self._wake.set)
+
     async def _reconcile(self) -> None:
         live = [key.removeprefix(self._layout.nodes) for key in self._nodes.items]
         desired = hrw.share(self.node_id, live, self._count)
         for partition in sorted(set(self.held) - desired):
             await self._release(partition)
         holders = {self._layout.partition_of(key): kv for key, kv in self._keys.items.items()}
+        for partition, kv in sorted(holders.items()):
+            # A key under our lease that we do not count as held: a create whose reply was
+            # lost, or a release whose delete failed. Adopt it if wanted, else delete it.
+            if kv.lease == self._session.lease_id and partition not in self.held:
+                if partition in desired:
+                    await self._acquired(partition, kv.create_revision)
+                else:
+                    await self._etcd.delete_if_created_at(kv.key, kv.create_revision)
+        now = time.monotonic()
         for partition in sorted(desired - set(self.held)):
-            if partition in holders:
-                continue  # another node still holds it: its delete will wake us
+            if partition in holders or self._refused.get(partition, 0.0) > now:
+                continue  # another node still holds it (its delete will wake us), or backing off
             epoch = await self._etcd.create(
                 self._layout.partition(partition),
                 encode({"node": self.node_id, "since": datetime.now(UTC).isoformat()}),
                 lease=self._session.lease_id,
             )
-            if epoch is None:
-                continue
-            self.held[partition] = epoch
-            if not await self._on_acquired(partition, epoch):
-                await self._release(partition)
+            if epoch is not None:
+                await self._acquired(partition, epoch)
+
+    async def _acquired(self, partition: PartitionId, epoch: int) -> None:
+        """Tell the node; if it fails, the partition was never acquired (key freed, retried)."""
+        self.held[partition] = epoch
+        try:
+            accepted = await self._on_acquired(partition, epoch)
+        except Exception:
+            del self.held[partition]
+            self._refused[partition] = time.monotonic() + RETRY_MIN_S
+            await self._etcd.delete_if_created_at(self._layout.partition(partition), epoch)
+            raise
+        if not accepted:
+            self._refused[partition] = time.monotonic() + REFUSED_BACKOFF_S
+            self._wake_later(REFUSED_BACKOFF_S)
+            await self._release(partition)
 
     async def _release(self, partition: PartitionId) -> None:
-        epoch = self.held.pop(partition)
+        """Stop firing (the callback), forget it, then free the key for the next owner.
+
+        A failed delete leaves a key under our lease that we do not hold: the next
+        reconciliation deletes it.
+        """
+        epoch = self.held[partition]
         await self._on_released(partition)
+        del self.held[partition]
         await self._etcd.delete_if_created_at(self._layout.partition(partition), epoch)
 
     async def _lose_everything(self) -> None:

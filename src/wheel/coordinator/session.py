@@ -54,16 +54,23 @@ class Session:
 
     async def close(self) -> None:
         """Stop keeping the lease alive and revoke it (its keys go at once)."""
+        was_alive = self.alive()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        if not self.lost.is_set():
+        if was_alive:
             with contextlib.suppress(CoordinatorError):
                 await self._etcd.revoke(self.lease_id)
         self.lost.set()
 
     async def _keep_alive(self) -> None:
+        try:
+            await self._keep_alive_until_lost()
+        finally:
+            self.lost.set()  # whatever ended the loop, nobody may trust the lease any more
+
+    async def _keep_alive_until_lost(self) -> None:
         interval = self._ttl_s / 3
         while True:
             remaining = self.deadline - self._clock()
@@ -87,4 +94,3 @@ class Session:
             self.deadline = sent + ttl
             self.refreshed.set()
             self.refreshed = asyncio.Event()
-        self.lost.set()

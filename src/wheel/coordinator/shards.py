@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import DEFAULT_PARTITIONS, Layout, decode
+from wheel.model.ids import PartitionId
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +26,7 @@ async def shards(etcd: Etcd, layout: Layout) -> list[Shard]:
     held = {layout.partition_of(kv.key): kv for kv in kvs}
     rows = []
     for partition in range(count):
-        kv = held.get(partition)
+        kv = held.get(PartitionId(partition))
         if kv is None:
             rows.append(Shard(partition, None, None, None))
             continue

@@ -98,7 +98,7 @@ def _expand_chunk(
 
 def runs_some_day(expr: CronExpr, after: date) -> bool:
     """Whether any day in the next HORIZON_YEARS matches (`0 0 30 2 *` never does)."""
-    last = after.replace(year=after.year + HORIZON_YEARS)
+    last = after + timedelta(days=366 * HORIZON_YEARS)  # (not .replace(year=): 29 February)
     return any(
         expr.matches_day(day.day, day.month, (day.weekday() + 1) % 7) for day in _days(after, last)
     )

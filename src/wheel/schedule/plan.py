@@ -26,7 +26,8 @@ from wheel.schedule.dst import DstRule, Occurrence
 from wheel.schedule.expand import HORIZON_YEARS, expand, minimum_spacing, runs_some_day
 from wheel.schedule.zones import zone
 
-_FIRST_WINDOW = timedelta(days=2)
+_FIRST_WINDOW = timedelta(minutes=1)
+_LARGEST_WINDOW = timedelta(days=32)
 
 
 def smear_offset(job_id: uuid.UUID, smear: timedelta) -> timedelta:
@@ -67,16 +68,26 @@ class SchedulePlan:
         found = expand(self.expr, self.tz, self.rule, low, high)
         return found if skipped else [o for o in found if not o.skipped]
 
-    def next_runs(self, after: datetime, count: int, *, skipped: bool = False) -> list[Occurrence]:
-        """The first `count` runs at or after `after` (fewer if the schedule ends)."""
+    def next_runs(
+        self, after: datetime, count: int, *, skipped: bool = False
+    ) -> list[Occurrence]:
+        """The first `count` runs at or after `after` (fewer if the schedule ends).
+
+        Windows start at a minute and double only while too few runs are found,
+        so an every-second schedule costs a minute's expansion, and a yearly one
+        a few dozen cheap windows: a preview is never a tenant's way to stall a node.
+        """
         found: list[Occurrence] = []
-        start, window = after, _FIRST_WINDOW
+        start = max(after, self.schedule.starts_at or after)
+        window = _FIRST_WINDOW
         limit = after + timedelta(days=366 * (HORIZON_YEARS + 1))
-        while len([o for o in found if not o.skipped]) < count and start < limit:
+        while sum(not o.skipped for o in found) < count and start < limit:
             if self.schedule.ends_at is not None and start > self.schedule.ends_at:
                 break
             found.extend(self.runs(start, start + window, skipped=skipped))
-            start, window = start + window, window * 2
+            start += window
+            if sum(not o.skipped for o in found) < count:
+                window = min(window * 2, _LARGEST_WINDOW)
         result, real = [], 0
         for occurrence in found:
             if real == count:

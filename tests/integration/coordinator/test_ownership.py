@@ -18,8 +18,9 @@ from tests.integration.coordinator.harness import (
 )
 from tests.integration.store import factories as make
 from wheel.coordinator.layout import Layout
+from wheel.errors import StoreUnavailable
 from wheel.local import EtcdServer, LocalServices
-from wheel.model.ids import ExecutionKey
+from wheel.model.ids import ExecutionKey, PartitionId
 from wheel.store import Store
 
 
@@ -134,3 +135,24 @@ async def test_ownership_survives_an_etcd_restart(own_etcd: EtcdServer, layout: 
             await node.stop()
     finally:
         restarted.stop()
+
+
+async def test_a_failing_callback_is_retried_not_fatal(
+    local_services: LocalServices, layout: Layout
+) -> None:
+    ledger = Ledger()
+    node = Node(local_services.etcd.endpoint, layout, "node-a", ledger)
+    failures = {PartitionId(0): 2, PartitionId(5): 1}
+    record = ledger.acquired
+
+    def flaky(name: str, partition: PartitionId, epoch: int) -> None:
+        if failures.get(partition, 0) > 0:
+            failures[partition] -= 1
+            raise StoreUnavailable("Postgres blinked while writing the epoch")
+        record(name, partition, epoch)
+
+    ledger.acquired = flaky  # type: ignore[method-assign]
+    await node.start()
+    await asyncio.wait_for(converged(ledger, [node]), TTL_S + SLACK_S)
+    assert failures == {PartitionId(0): 0, PartitionId(5): 0}
+    await node.stop()

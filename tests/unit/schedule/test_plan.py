@@ -112,3 +112,19 @@ def test_preview_of_a_skipped_run_says_so_on_the_next_run() -> None:
     assert run.fire_at == run.scheduled_for + smeared.offset
     assert run.note is not None
     assert run.note.startswith("smeared by +")
+
+
+def test_a_schedule_compiles_on_29_february() -> None:
+    leap_day = datetime(2028, 2, 29, 12, tzinfo=UTC)
+    plan = compile_schedule(cron_schedule("0 9 * * *"), JOB, now=leap_day)
+    assert plan.next_runs(leap_day, 1)[0].instant == datetime(2028, 3, 1, 9, tzinfo=UTC)
+
+
+def test_a_dense_schedule_far_ahead_previews_from_its_start() -> None:
+    start = NOW + timedelta(days=365)
+    plan = compile_schedule(cron_schedule("* * * * * *", starts_at=start), JOB, now=NOW)
+    assert [r.instant for r in plan.next_runs(NOW, 3)] == [
+        start,
+        start + timedelta(seconds=1),
+        start + timedelta(seconds=2),
+    ]
