@@ -68,9 +68,7 @@ class SchedulePlan:
         found = expand(self.expr, self.tz, self.rule, low, high)
         return found if skipped else [o for o in found if not o.skipped]
 
-    def next_runs(
-        self, after: datetime, count: int, *, skipped: bool = False
-    ) -> list[Occurrence]:
+    def next_runs(self, after: datetime, count: int, *, skipped: bool = False) -> list[Occurrence]:
         """The first `count` runs at or after `after` (fewer if the schedule ends).
 
         Windows start at a minute and double only while too few runs are found,

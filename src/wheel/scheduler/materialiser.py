@@ -96,7 +96,8 @@ class Materialiser:
         self, jobs: Sequence[Job], now: datetime, target: datetime, report: MaterialiseReport
     ) -> None:
         plans = {job.id: plan for job in jobs if (plan := self._plan(job, report)) is not None}
-        edited = [j for j in jobs if j.id in plans and 0 < j.materialised_version != j.version]
+        # materialised_version 0 counts too: an edit during a job's first run leaves v1 rows.
+        edited = [j for j in jobs if j.id in plans and j.materialised_version != j.version]
         edited_ids = {j.id for j in edited}
         await self._supersede(edited, plans, report)
         rows: list[NewOccurrence] = []

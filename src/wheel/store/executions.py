@@ -146,5 +146,8 @@ class Executions:
             changed = await cursor.fetchone()
         current = await self.get(tenant_id, key)
         if changed is None:
-            raise InvalidTransition("execution", key.id, current.status.value, operation)
+            state = current.status.value
+            if current.status in allowed_from:  # the guard that failed was the job's
+                state = f"{state}, of a deleted job"
+            raise InvalidTransition("execution", key.id, state, operation)
         return current

@@ -156,8 +156,8 @@ class Occurrences:
         rows = await self._fetch(
             sql("claim"),
             {
-                "partitions": list(epochs),
-                "epochs": list(epochs.values()),
+                "partitions": sorted(epochs),
+                "epochs": [epochs[p] for p in sorted(epochs)],
                 "job_ids": [k.job_id for k in keys],
                 "scheduled_fors": [k.scheduled_for for k in keys],
                 "lease_s": lease_s,
@@ -188,6 +188,7 @@ class Occurrences:
         """Extend leases where the fence still matches; return the ones refused as stale."""
         if not items:
             return []
+        items = sorted(items, key=lambda i: (i.key, i.fence))  # the order rows are locked in
         rows = await self._fetch(
             sql("heartbeat"),
             {
@@ -233,7 +234,11 @@ class Occurrences:
             return []
         rows = await self._fetch(
             sql("reap"),
-            {"partitions": list(epochs), "epochs": list(epochs.values()), "limit": limit},
+            {
+                "partitions": sorted(epochs),
+                "epochs": [epochs[p] for p in sorted(epochs)],
+                "limit": limit,
+            },
         )
         return _split(rows).recorded
 
@@ -245,7 +250,11 @@ class Occurrences:
             return []
         rows = await self._fetch(
             sql("set_epochs"),
-            {"partitions": list(epochs), "epochs": list(epochs.values()), "node_id": node_id},
+            {
+                "partitions": sorted(epochs),
+                "epochs": [epochs[p] for p in sorted(epochs)],
+                "node_id": node_id,
+            },
         )
         return sorted(PartitionId(p) for (p,) in rows)
 

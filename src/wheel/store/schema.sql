@@ -106,6 +106,8 @@ CREATE TABLE executions (
 ) PARTITION BY RANGE (scheduled_for);
 -- The loader's path: a partition's pending occurrences by firing instant.
 CREATE INDEX executions_due ON executions (partition, fire_at) WHERE status = 'pending';
+-- Retention's check that a day holds no work waiting for a person.
+CREATE INDEX executions_needs_review ON executions (partition) WHERE status = 'needs_review';
 -- The reaper's path: a partition's leases by expiry.
 CREATE INDEX executions_leases ON executions (partition, lease_until)
     WHERE status IN ('dispatched', 'running');
@@ -180,7 +182,8 @@ AS $$
                coalesce(p.executor_id, p.held_executor_id) AS executor_id,
                coalesce(p.started_at, p.held_started_at) AS started_at,
                coalesce(p.finished_at, clock_timestamp()) AS finished_at,
-               p.error, j.max_attempts, j.idempotent, j.backoff_base_ms, j.backoff_cap_ms
+               p.error, j.max_attempts, j.idempotent, j.backoff_base_ms, j.backoff_cap_ms,
+               j.status AS job_status
         FROM probed p
         JOIN jobs j ON j.id = p.job_id
         WHERE p.held IS NOT NULL
@@ -200,7 +203,8 @@ AS $$
         FROM locked l
         CROSS JOIN LATERAL (SELECT CASE
             WHEN l.outcome = 'succeeded' THEN 'succeeded'
-            WHEN l.outcome = 'not_started' THEN 'pending'
+            WHEN l.job_status = 'deleted' THEN 'cancelled'  -- never back to pending: it would
+            WHEN l.outcome = 'not_started' THEN 'pending'   -- wait forever for a claim
             WHEN NOT l.idempotent THEN 'needs_review'
             WHEN l.attempt >= l.max_attempts THEN 'dead'
             ELSE 'pending'
@@ -214,7 +218,8 @@ AS $$
             executor_id = d.executor_id,
             started_at = d.started_at,
             finished_at = CASE WHEN d.next_status = 'pending' THEN NULL ELSE d.finished_at END,
-            error = d.error
+            error = d.error,
+            reason = CASE WHEN d.next_status = 'cancelled' THEN 'job deleted' ELSE e.reason END
         FROM decided d
         WHERE e.job_id = d.job_id AND e.scheduled_for = d.scheduled_for
         RETURNING e.job_id, e.scheduled_for, e.fence, e.status, e.fire_at, e.attempt

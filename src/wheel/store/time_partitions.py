@@ -13,14 +13,15 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 
+import psycopg
 from psycopg import sql
 
 from wheel.store.pool import Pool
 from wheel.store.translate import translated
 
 TABLES = ("executions", "attempts")
-UNFINISHED = ("pending", "dispatched", "running", "needs_review")
 # Serialises partition DDL across nodes: CREATE ... IF NOT EXISTS still races.
 _DDL_LOCK_KEY = 0x77686565_6C706172  # "wheelpar"
 _SUFFIX = re.compile(r"^executions_(\d{8})$")
@@ -130,24 +131,36 @@ class TimePartitions:
         return report
 
     async def _drop_if_finished(self, day: date) -> bool:
-        async with translated(), self._pool.connection() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK_KEY,))
-            # Locked first, so no retry can make a row unfinished between check and drop.
-            await conn.execute(
-                sql.SQL("LOCK TABLE {}, {} IN ACCESS EXCLUSIVE MODE").format(
-                    _name("executions", day), _name("attempts", day)
-                )
-            )
-            cursor = await conn.execute(
-                sql.SQL("SELECT EXISTS (SELECT 1 FROM {} WHERE status::text = ANY(%s))").format(
-                    _name("executions", day)
-                ),
-                (list(UNFINISHED),),
-            )
-            row = await cursor.fetchone()
-            if row is not None and row[0]:
-                return False
-            for table in TABLES:
-                await conn.execute(sql.SQL("DROP TABLE {}").format(_name(table, day)))
+        executions = _name("executions", day)
+        unfinished = sql.SQL(
+            "SELECT EXISTS (SELECT 1 FROM {t} WHERE status = 'pending')"
+            " OR EXISTS (SELECT 1 FROM {t} WHERE status IN ('dispatched', 'running'))"
+            " OR EXISTS (SELECT 1 FROM {t} WHERE status = 'needs_review')"
+        ).format(t=executions)  # each probe is served by a partial index
+        async with translated(), self._pool.connection() as conn:
+            if await _true(conn, unfinished):
+                return False  # decided without taking a lock
+            try:
+                async with conn.transaction():
+                    await conn.execute("SET LOCAL lock_timeout = '2s'")
+                    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_DDL_LOCK_KEY,))
+                    # Parents before partitions, the order every query takes them in: no
+                    # deadlock with the hot path, which waits out the (short) drop.
+                    await conn.execute(
+                        sql.SQL(
+                            "LOCK TABLE executions, attempts, {}, {} IN ACCESS EXCLUSIVE MODE"
+                        ).format(executions, _name("attempts", day))
+                    )
+                    if await _true(conn, unfinished):  # a retry may have arrived meanwhile
+                        return False
+                    for table in TABLES:
+                        await conn.execute(sql.SQL("DROP TABLE {}").format(_name(table, day)))
+            except psycopg.errors.LockNotAvailable:
+                return False  # busy: the next maintenance tries again
         self._known.discard(day)
         return True
+
+
+async def _true(conn: psycopg.AsyncConnection[Any], query: sql.Composed) -> bool:
+    row = await (await conn.execute(query)).fetchone()
+    return bool(row and row[0])

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from tests.integration.store import factories as make
-from wheel.model.executions import Execution, ExecutionStatus
+from wheel.model.executions import Execution, ExecutionStatus, Trigger
 from wheel.model.ids import PartitionId, new_job_id
 from wheel.model.jobs import Job, JobSpec, MisfirePolicy, Policies, Schedule, ScheduleKind
 from wheel.model.tenants import Tenant
@@ -153,3 +153,21 @@ async def test_lag_counts_a_never_materialised_job_from_its_creation(
         await Materialiser(store, horizon=HOUR, clock=lambda: now).horizon_lag([PARTITION])
         == 2 * HOUR
     )
+
+
+async def test_an_edit_leaves_manual_runs_alone(store: Store) -> None:
+    owner = await make.tenant(store)
+    job = await cron_job(store, owner)
+    now = current_minute()
+    materialiser = Materialiser(store, horizon=HOUR, clock=lambda: now)
+    await materialiser.run([PARTITION])
+    manual_at = now + timedelta(minutes=7)
+    manual = dataclasses.replace(make.occurrence(job, manual_at), trigger=Trigger.MANUAL)
+    await store.occurrences.insert([manual])
+    every_20 = dataclasses.replace(
+        job.spec, schedule=Schedule(ScheduleKind.CRON, cron="*/20 * * * *")
+    )
+    await store.jobs.update(owner.id, job.id, job.version, every_20)
+    await materialiser.run([PARTITION])
+    kept = await store.executions.get(owner.id, manual.key)
+    assert (kept.status, kept.trigger) == (ExecutionStatus.PENDING, Trigger.MANUAL)

@@ -99,3 +99,34 @@ async def test_get_shows_every_attempt_and_retry_revives_a_dead_one(store: Store
         await store.executions.retry(owner.id, key)
     (claim,) = await store.occurrences.claim([key], epochs, lease_s=30)
     assert (claim.attempt, claim.fence) == (3, 3)
+
+
+async def test_a_deleted_jobs_executions_end_cancelled_and_are_not_revived(store: Store) -> None:
+    owner = await make.tenant(store)
+    job = await make.job(store, owner, partition=4, max_attempts=2)
+    at = make.soon()
+    key = ExecutionKey(job.id, at)
+    await store.occurrences.insert([make.occurrence(job, at)])
+    epochs = {PartitionId(4): 1}
+    await store.occurrences.set_epochs(epochs, node_id="n")
+    (claim,) = await store.occurrences.claim([key], epochs, lease_s=30)
+    await store.jobs.delete(owner.id, job.id)
+    # The running attempt fails after the delete: not back to pending, where nothing would claim it.
+    outcome = await store.occurrences.record_results(
+        [AttemptResult(key, claim.fence, Outcome.FAILED)]
+    )
+    assert [r.status for r in outcome.recorded] == [ExecutionStatus.CANCELLED]
+    assert (await store.executions.get(owner.id, key)).reason == "job deleted"
+    later = make.occurrence(job, at + timedelta(minutes=1))
+    await store.occurrences.insert([later])
+    assert (await store.executions.get(owner.id, later.key)).status is ExecutionStatus.CANCELLED
+    dead_job = await make.job(store, owner, partition=4, max_attempts=1)
+    dead_key = ExecutionKey(dead_job.id, at)
+    await store.occurrences.insert([make.occurrence(dead_job, at)])
+    (dead_claim,) = await store.occurrences.claim([dead_key], epochs, lease_s=30)
+    await store.occurrences.record_results(
+        [AttemptResult(dead_key, dead_claim.fence, Outcome.FAILED)]
+    )
+    await store.jobs.delete(owner.id, dead_job.id)
+    with pytest.raises(InvalidTransition, match="of a deleted job"):
+        await store.executions.retry(owner.id, dead_key)

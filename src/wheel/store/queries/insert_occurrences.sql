@@ -1,15 +1,19 @@
 -- Insert occurrences; one that already exists (same job and instant) is left
--- as it is. Returns the keys actually inserted.
+-- as it is. An occurrence of a job deleted meanwhile is recorded cancelled,
+-- never pending (nothing would ever claim it). Returns the keys inserted.
 INSERT INTO executions (job_id, scheduled_for, tenant_id, partition, job_version, fire_at,
                         priority, trigger, status, reason, finished_at)
-SELECT job_id, scheduled_for, tenant_id, partition, job_version, fire_at, priority, trigger,
-       status::wheel_execution_status, reason,
-       CASE WHEN status = 'pending' THEN NULL ELSE now() END
+SELECT o.job_id, o.scheduled_for, o.tenant_id, o.partition, o.job_version, o.fire_at,
+       o.priority, o.trigger,
+       (CASE WHEN j.status = 'deleted' THEN 'cancelled' ELSE o.status END)::wheel_execution_status,
+       CASE WHEN j.status = 'deleted' THEN 'job deleted' ELSE o.reason END,
+       CASE WHEN o.status = 'pending' AND j.status <> 'deleted' THEN NULL ELSE now() END
 FROM unnest(%(job_ids)s::uuid[], %(scheduled_fors)s::timestamptz[], %(tenant_ids)s::uuid[],
             %(partitions)s::integer[], %(job_versions)s::bigint[], %(fire_ats)s::timestamptz[],
             %(priorities)s::integer[], %(triggers)s::text[], %(statuses)s::text[],
             %(reasons)s::text[])
      AS o (job_id, scheduled_for, tenant_id, partition, job_version, fire_at, priority, trigger,
            status, reason)
+JOIN jobs j ON j.id = o.job_id
 ON CONFLICT (job_id, scheduled_for) DO NOTHING
 RETURNING job_id, scheduled_for

@@ -8,4 +8,7 @@ SET status = %(status)s::wheel_execution_status,
 WHERE job_id = %(job_id)s AND scheduled_for = %(scheduled_for)s
   AND tenant_id = %(tenant_id)s
   AND status::text = ANY(%(from_statuses)s::text[])
+  -- a deleted job's executions are never sent back to pending
+  AND (%(status)s <> 'pending'
+       OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = %(job_id)s AND j.status <> 'deleted'))
 RETURNING job_id

@@ -3,7 +3,8 @@
 -- definition.
 UPDATE executions e
 SET job_version = u.version,
-    fire_at = CASE WHEN u.keep THEN u.fire_at ELSE e.fire_at END,
+    -- A retry keeps its backoff instant; a fresh run moves to the new smear.
+    fire_at = CASE WHEN u.keep AND e.attempt = 0 THEN u.fire_at ELSE e.fire_at END,
     priority = u.priority,
     status = CASE WHEN u.keep THEN e.status ELSE 'skipped' END,
     reason = CASE WHEN u.keep THEN e.reason ELSE 'superseded' END,
@@ -12,3 +13,4 @@ FROM unnest(%(job_ids)s::uuid[], %(scheduled_fors)s::timestamptz[], %(versions)s
             %(keep)s::boolean[], %(fire_ats)s::timestamptz[], %(priorities)s::integer[])
      AS u (job_id, scheduled_for, version, keep, fire_at, priority)
 WHERE e.job_id = u.job_id AND e.scheduled_for = u.scheduled_for AND e.status = 'pending'
+  AND e.job_version < u.version  -- a slower materialiser never undoes a newer carry
