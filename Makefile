@@ -44,6 +44,8 @@ pytest: $(VENV)/.installed-test
 bench: $(VENV)/.installed-test
 	$(PY) benchmarks/local_services_startup.py
 	$(PY) benchmarks/store_bench.py
+	$(PY) benchmarks/materialiser_bench.py
+	$(PY) benchmarks/timingwheel_bench.py --quick  # full run: no --quick, ~25 min
 
 protos: $(VENV)/.installed-test
 	$(PY) scripts/gen_protos.py

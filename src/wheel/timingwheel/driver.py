@@ -58,8 +58,9 @@ class WheelDriver(Generic[K]):
       local spacing but break that agreement.)
 
     Loading. `add` is O(1) amortised, but a dict doubling its table copies
-    every entry at once (tens of ms at a million), so a bulk load should go in
-    chunks (`add_many` of ~10-20k) with the loop yielded to in between.
+    every entry in one call (tens of ms at a million; CPython offers no way
+    around it), so a bulk load should go in chunks (`add_many` of ~10-20k)
+    with the loop yielded to in between, as the live benchmark does.
 
     Garbage collector. With a `GcPolicy` (the default) a `GcGovernor`
     freezes the resident set at start and after every `freeze_every_added`

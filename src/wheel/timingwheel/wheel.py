@@ -61,8 +61,8 @@ class TimingWheel(Generic[K]):
     buckets, chosen by measurement (docs/benchmarks.md). Every promotion then
     lands in 1 ms buckets, so `advance` never grows a big dict; with a third
     level, a burst fills one level-1 bucket with the timers of a whole second
-    by promotion, and that dict resizes inside `advance` (36 ms measured for
-    1M timers due in one second). 256 ms rather than 1,024 ms because a bucket
+    by promotion, and that dict resizes inside `advance` (31-58 ms measured
+    for 1M timers due in one second). 256 ms rather than 1,024 ms because a bucket
     dict that held a million timers takes 2.5-3.5 ms to free (munmap) when its
     promotion ends; at 256 ms such a burst spreads over four buckets. The
     costs: a bucket starts moving down only 256 ms ahead (~150k timers per
