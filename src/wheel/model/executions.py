@@ -63,13 +63,39 @@ class NewOccurrence:
 
 @dataclass(frozen=True, slots=True)
 class DueOccurrence:
-    """A pending occurrence as the loader puts it in the timing wheel."""
+    """A pending occurrence as the loader puts it in the timing wheel, with its routing."""
 
     key: ExecutionKey
     partition: PartitionId
     fire_at: datetime
     priority: int
     job_version: int
+    tenant_id: TenantId
+    pool: str
+    task_type: str
+    overlap: str
+    """The job's overlap policy: 'skip', 'queue' or 'allow'."""
+
+
+class ClaimState(enum.StrEnum):
+    """Why a key given to a claim came back unclaimed (or that it was claimed)."""
+
+    CLAIMED = "claimed"
+    SKIPPED = "skipped"
+    """Another run of the job was leased and its overlap policy is skip: recorded skipped."""
+    BLOCKED = "blocked"
+    """Another run of the job was leased and its overlap policy is queue: left pending."""
+    EARLY = "early"
+    """It fires later than the claim allows (an edit or a retry moved it): left pending."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unclaimed:
+    """A key a claim saw but did not claim, and why."""
+
+    key: ExecutionKey
+    state: ClaimState
+    fire_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +114,8 @@ class Claimed:
     pool: str
     priority: int
     timeout_s: float
+    fire_at: datetime
+    """When it is due: the executor starts the handler then, not on receipt."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -144,6 +144,12 @@ class Executions:
                 },
             )
             changed = await cursor.fetchone()
+            if changed is not None and target is ExecutionStatus.PENDING:
+                # Its owner may have loaded past its new fire_at: tell it.
+                await conn.execute(
+                    sql("notify_due"),
+                    {"partition": changed[1], "earliest_ms": 0},
+                )
         current = await self.get(tenant_id, key)
         if changed is None:
             state = current.status.value

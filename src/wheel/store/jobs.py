@@ -118,6 +118,9 @@ def job_from_row(row: dict[str, Any]) -> Job:
     )
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 class Jobs:
     """Job definitions, per tenant."""
 
@@ -235,7 +238,12 @@ class Jobs:
             },
         )
         if row is not None:
-            return job_from_row(row)
+            job = job_from_row(row)
+            if target is JobStatus.ACTIVE:
+                # Its owner skipped its occurrences while paused: have it look again
+                # (the misfire policy decides about those that came due meanwhile).
+                await self._occurrences.notify_due(job.partition, _EPOCH)
+            return job
         return await self._unchanged(tenant_id, job_id, target, operation)
 
     async def _unchanged(

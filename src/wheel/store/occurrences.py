@@ -20,12 +20,14 @@ import psycopg
 from wheel.model.executions import (
     AttemptResult,
     Claimed,
+    ClaimState,
     DueOccurrence,
     ExecutionStatus,
     Fenced,
     NewOccurrence,
     Recorded,
     Stale,
+    Unclaimed,
 )
 from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId
 from wheel.store.pool import Pool
@@ -36,6 +38,7 @@ from wheel.store.translate import translated
 _NO_PARTITION = "23514"  # check_violation: "no partition of relation ... found for row"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NIL_UUID = "00000000-0000-0000-0000-000000000000"
+_ANY_TIME_S = 100 * 365 * 86400.0  # "claim whenever it fires"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +47,14 @@ class DueCursor:
 
     fire_at: datetime
     key: ExecutionKey
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimOutcome:
+    claimed: list[Claimed]
+    unclaimed: list[Unclaimed]
+    """Keys seen but not claimed: skipped or blocked by the overlap policy, or early.
+    Keys in neither list were not claimable (see `Occurrences.claim`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,9 +146,11 @@ class Occurrences:
             },
         )
         return [
-            DueOccurrence(_key(job_id, at), PartitionId(part), fire_at, priority, version)
-            for job_id, at, part, fire_at, priority, version in rows
-        ]
+            DueOccurrence(_key(job_id, at), PartitionId(part), fire_at, priority, version,
+                          TenantId(tenant), pool, task_type, overlap)
+            for job_id, at, part, fire_at, priority, version, tenant, pool, task_type, overlap
+            in rows
+        ]  # fmt: skip
 
     async def claim(
         self,
@@ -145,14 +158,32 @@ class Occurrences:
         epochs: Mapping[PartitionId, int],
         *,
         lease_s: float,
+        ahead_s: float = _ANY_TIME_S,
     ) -> list[Claimed]:
         """Claim pending occurrences in partitions whose epoch is still the given one.
 
         Keys not returned were not claimed: not pending, held by another claim,
-        of a paused or deleted job, or in a partition this caller no longer owns.
+        of a paused or deleted job, in a partition this caller no longer owns,
+        or left by the overlap policy or for firing later (see `claim_batch`).
+        """
+        return (await self.claim_batch(keys, epochs, lease_s=lease_s, ahead_s=ahead_s)).claimed
+
+    async def claim_batch(
+        self,
+        keys: Sequence[ExecutionKey],
+        epochs: Mapping[PartitionId, int],
+        *,
+        lease_s: float,
+        ahead_s: float,
+    ) -> ClaimOutcome:
+        """Claim like `claim`, and say why the keys it saw but did not claim were left.
+
+        Only occurrences firing by now + `ahead_s` are claimed; a later one
+        comes back EARLY with its fire_at. A job whose overlap policy is not
+        'allow' and that has a run leased gets SKIPPED (recorded) or BLOCKED.
         """
         if not keys:
-            return []
+            return ClaimOutcome([], [])
         rows = await self._fetch(
             sql("claim"),
             {
@@ -161,26 +192,33 @@ class Occurrences:
                 "job_ids": [k.job_id for k in keys],
                 "scheduled_fors": [k.scheduled_for for k in keys],
                 "lease_s": lease_s,
+                "ahead_s": ahead_s,
             },
         )
-        return [
-            Claimed(
-                key=_key(job_id, at),
-                tenant_id=TenantId(tenant),
-                partition=PartitionId(part),
-                fence=fence,
-                attempt=attempt,
-                lease_until=lease_until,
-                job_version=version,
-                task_type=task_type,
-                payload=bytes(payload),
-                pool=pool,
-                priority=priority,
-                timeout_s=timeout_ms / 1000,
+        claimed, unclaimed = [], []
+        for (state, job_id, at, tenant, part, fence, attempt, lease_until, version, task_type,
+             payload, pool, priority, timeout_ms, fire_at) in rows:  # fmt: skip
+            if state != ClaimState.CLAIMED:
+                unclaimed.append(Unclaimed(_key(job_id, at), ClaimState(state), fire_at))
+                continue
+            claimed.append(
+                Claimed(
+                    key=_key(job_id, at),
+                    tenant_id=TenantId(tenant),
+                    partition=PartitionId(part),
+                    fence=fence,
+                    attempt=attempt,
+                    lease_until=lease_until,
+                    job_version=version,
+                    task_type=task_type,
+                    payload=bytes(payload),
+                    pool=pool,
+                    priority=priority,
+                    timeout_s=timeout_ms / 1000,
+                    fire_at=fire_at,
+                )
             )
-            for (job_id, at, tenant, part, fence, attempt, lease_until, version, task_type,
-                 payload, pool, priority, timeout_ms) in rows
-        ]  # fmt: skip
+        return ClaimOutcome(claimed, unclaimed)
 
     async def heartbeat(
         self, items: Sequence[Fenced], *, executor_id: str, lease_s: float
@@ -241,6 +279,27 @@ class Occurrences:
             },
         )
         return _split(rows).recorded
+
+    async def apply_misfire(self, epochs: Mapping[PartitionId, int]) -> int:
+        """Apply each job's misfire policy to its overdue, never-dispatched occurrences.
+
+        Epoch-fenced; returns how many occurrences it recorded skipped.
+        """
+        if not epochs:
+            return 0
+        rows = await self._fetch(
+            sql("apply_misfire"),
+            {"partitions": sorted(epochs), "epochs": [epochs[p] for p in sorted(epochs)]},
+        )
+        return int(rows[0][0])
+
+    async def notify_due(self, partition: PartitionId, earliest: datetime) -> None:
+        """Tell the partition's owner that occurrences from `earliest` on are pending."""
+        async with translated(), self._pool.connection() as conn:
+            await conn.execute(
+                sql("notify_due"),
+                {"partition": partition, "earliest_ms": int(earliest.timestamp() * 1000)},
+            )
 
     async def set_epochs(
         self, epochs: Mapping[PartitionId, int], *, node_id: str

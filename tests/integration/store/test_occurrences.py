@@ -15,6 +15,7 @@ from psycopg_pool import AsyncConnectionPool
 from tests.integration.store import factories as make
 from wheel.model.executions import AttemptResult, ExecutionStatus, Fenced, Outcome
 from wheel.model.ids import ExecutionKey, JobId, PartitionId
+from wheel.model.jobs import OverlapPolicy
 from wheel.store import Store
 from wheel.store.occurrences import DueCursor
 
@@ -120,7 +121,7 @@ async def test_epochs_only_move_forward(store: Store) -> None:
 
 async def test_concurrent_claimers_of_the_same_rows_get_disjoint_sets(store: Store) -> None:
     owner = await make.tenant(store)
-    job = await make.job(store, owner, partition=4)
+    job = await make.job(store, owner, partition=4, overlap=OverlapPolicy.ALLOW)
     times = make.minutes(make.soon(), 300)
     await store.occurrences.insert([make.occurrence(job, t) for t in times])
     epochs = await owned(store, 4)

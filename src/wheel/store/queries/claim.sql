@@ -1,5 +1,5 @@
 -- See wheel_claim in the schema: epoch-fenced, skip-locked, one statement.
-SELECT job_id, scheduled_for, tenant_id, partition, fence, attempt, lease_until, job_version,
-       task_type, payload, pool, priority, timeout_ms
+SELECT state, job_id, scheduled_for, tenant_id, partition, fence, attempt, lease_until,
+       job_version, task_type, payload, pool, priority, timeout_ms, fire_at
 FROM wheel_claim(%(partitions)s::integer[], %(epochs)s::bigint[], %(job_ids)s::uuid[],
-                 %(scheduled_fors)s::timestamptz[], %(lease_s)s::float8)
+                 %(scheduled_fors)s::timestamptz[], %(lease_s)s::float8, %(ahead_s)s::float8)

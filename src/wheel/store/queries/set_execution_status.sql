@@ -11,4 +11,4 @@ WHERE job_id = %(job_id)s AND scheduled_for = %(scheduled_for)s
   -- a deleted job's executions are never sent back to pending
   AND (%(status)s <> 'pending'
        OR EXISTS (SELECT 1 FROM jobs j WHERE j.id = %(job_id)s AND j.status <> 'deleted'))
-RETURNING job_id
+RETURNING job_id, partition
