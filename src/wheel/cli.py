@@ -12,8 +12,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from wheel import devcluster, eventloop
+from wheel import devcluster, eventloop, logs
 from wheel.errors import WheelError
+from wheel.scheduler.cli import scheduler
 from wheel.store.migrate import migrate as migrate_schema
 
 CONTEXT = {"auto_envvar_prefix": "WHEEL", "help_option_names": ["-h", "--help"]}
@@ -23,7 +24,7 @@ CONTEXT = {"auto_envvar_prefix": "WHEEL", "help_option_names": ["-h", "--help"]}
 @click.version_option(package_name="wheel-scheduler", prog_name="wheel")
 def cli() -> None:
     """wheel: a distributed job scheduler."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logs.configure(logging.INFO)
 
 
 @cli.command()
@@ -118,6 +119,9 @@ def shards(endpoint: str, cluster: str, output: str) -> None:
     held = sum(row.node_id is not None for row in rows)
     Console().print(table)
     click.echo(f"{held} of {len(rows)} partitions held")
+
+
+cli.add_command(scheduler)
 
 
 def main() -> None:

@@ -293,6 +293,20 @@ class Occurrences:
         )
         return int(rows[0][0])
 
+    async def skip(self, keys: Sequence[ExecutionKey], reason: str) -> list[ExecutionKey]:
+        """Record pending occurrences skipped with a reason; return the ones that were pending."""
+        if not keys:
+            return []
+        rows = await self._fetch(
+            sql("skip_pending"),
+            {
+                "job_ids": [k.job_id for k in keys],
+                "scheduled_fors": [k.scheduled_for for k in keys],
+                "reason": reason,
+            },
+        )
+        return [_key(job_id, at) for job_id, at in rows]
+
     async def notify_due(self, partition: PartitionId, earliest: datetime) -> None:
         """Tell the partition's owner that occurrences from `earliest` on are pending."""
         async with translated(), self._pool.connection() as conn:

@@ -1,0 +1,106 @@
+"""Collect items from many callers and hand them on in batches, a few batches at a time.
+
+Heartbeats and results arrive one message at a time from many executor
+streams; the store takes them a thousand per statement. A `Batcher` does
+not wait to fill a batch: whatever has queued up while the previous
+statements ran becomes the next batch, so latency stays one round trip when
+it is quiet and batches grow by themselves under load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+RETRY_MIN_S = 0.05
+RETRY_MAX_S = 2.0
+
+
+class Batcher(Generic[T]):
+    """`add` items; `handle(batch)` runs with up to `max_batch` of them, `concurrency` at once.
+
+    A batch whose handler raises is retried with backoff (the store was
+    unavailable): items are delayed, never dropped.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        handle: Callable[[list[T]], Awaitable[None]],
+        *,
+        max_batch: int,
+        concurrency: int = 1,
+    ) -> None:
+        self._name = name
+        self._handle = handle
+        self._max_batch = max_batch
+        self._items: list[T] = []
+        self._ready = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._busy = 0
+        self._tasks = [
+            asyncio.create_task(self._work(), name=f"{name} batcher {i}")
+            for i in range(concurrency)
+        ]
+
+    def add(self, item: T) -> None:
+        self._items.append(item)
+        self._idle.clear()
+        self._ready.set()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    async def flush(self) -> None:
+        """Return once everything added so far has been handled."""
+        while self._items or self._busy:
+            await self._idle.wait()
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _work(self) -> None:
+        while True:
+            await self._ready.wait()
+            if not self._items:
+                self._ready.clear()
+                continue
+            batch = self._items[: self._max_batch]
+            del self._items[: self._max_batch]
+            if not self._items:
+                self._ready.clear()
+            self._busy += 1
+            try:
+                await self._retrying(batch)
+            finally:
+                self._busy -= 1
+                if not self._items and not self._busy:
+                    self._idle.set()
+
+    async def _retrying(self, batch: list[T]) -> None:
+        delay = RETRY_MIN_S
+        while True:
+            try:
+                await self._handle(batch)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning(
+                    "batcher.failed",
+                    extra={"batcher": self._name, "size": len(batch), "error": repr(exc)},
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_S)

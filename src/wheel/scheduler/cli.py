@@ -1,0 +1,54 @@
+"""`wheel scheduler`: flags and `WHEEL_*` environment variables into a `SchedulerConfig`."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from wheel import eventloop
+from wheel.scheduler.config import SchedulerConfig
+
+_HELP = {
+    "node_id": "This node's id (default: the host name; a StatefulSet pod's name).",
+    "postgres_dsn": "Postgres connection string.",
+    "etcd_endpoint": "etcd endpoint, host:port.",
+}
+_TYPES: dict[object, type] = {"str": str, "int": int, "float": float}
+
+
+def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """One option per `SchedulerConfig` field: `--window-s` / `WHEEL_WINDOW_S`."""
+    defaults = {f.name: f.default for f in dataclasses.fields(SchedulerConfig)}
+    for field in reversed(dataclasses.fields(SchedulerConfig)):
+        kind = _TYPES[str(field.type)]
+        default = defaults[field.name]
+        has_default = default is not dataclasses.MISSING
+        command = click.option(
+            f"--{field.name.replace('_', '-')}",
+            field.name,
+            type=kind,
+            envvar=f"WHEEL_{field.name.upper()}",
+            default=default if has_default else None,
+            show_default=has_default and field.name != "postgres_dsn",
+            required=not has_default and field.name != "node_id",
+            help=_HELP.get(field.name, ""),
+        )(command)
+    return command
+
+
+@click.command()
+@config_options
+def scheduler(**options: Any) -> None:
+    """Run a scheduler node until SIGTERM or Ctrl-C (then hand its partitions over)."""
+    from wheel.devcluster import wait_for_stop_signal
+    from wheel.scheduler.node import SchedulerNode
+
+    options["node_id"] = options["node_id"] or f"{socket.gethostname()}-{os.getpid()}"
+    config = SchedulerConfig(**options)
+    node = SchedulerNode(config)
+    eventloop.run(node.run(wait_for_stop_signal()))

@@ -1,0 +1,92 @@
+"""A scheduler node's configuration: one typed object, validated once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from wheel.errors import ConfigError
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    """Everything a `wheel scheduler` process needs; times in seconds unless named.
+
+    The defaults are the design's: a 5-minute loaded window, a 1-hour
+    materialisation horizon, 256 partitions for a new cluster.
+    """
+
+    node_id: str
+    postgres_dsn: str = field(repr=False)  # may carry a password
+    etcd_endpoint: str
+    cluster: str = "default"
+    listen: str = "127.0.0.1:0"
+    """host:port of the gRPC server; port 0 picks a free one."""
+    advertise: str = ""
+    """host:port executors reach this node at (default: the bound listen address)."""
+    partitions: int = 256
+    """Partition count for a new cluster; an existing cluster keeps its own."""
+    session_ttl_s: int = 10
+    window_s: float = 300.0
+    """Pending occurrences due within this long are kept in the timing wheel."""
+    load_interval_s: float = 1.0
+    catch_up_interval_s: float = 5.0
+    """The safety net: overdue pending occurrences not in the wheel are picked up this often."""
+    materialise_interval_s: float = 5.0
+    horizon_s: float = 3600.0
+    lead_ms: int = 200
+    """Claim and dispatch this long before the instant; the executor starts at the instant."""
+    lease_s: float = 30.0
+    heartbeat_interval_s: float = 5.0
+    claim_batch: int = 1000
+    claim_concurrency: int = 2
+    record_batch: int = 1000
+    reap_interval_s: float = 1.0
+    tenant_in_flight_cap: int = 1000
+    """Most executions of one tenant this node has claimed and not seen finish."""
+    breaker_failures: int = 5
+    """Consecutive failures of a task type that open its circuit breaker."""
+    breaker_cooldown_s: float = 30.0
+    catch_up_rate_per_s: int = 2000
+    """Most overdue occurrences released per second when a backlog is found (recovery)."""
+    max_clock_offset_ms: float = 500.0
+    """Beyond this offset from the database clock the node takes no partitions."""
+    clock_check_interval_s: float = 10.0
+    retention_days: int = 30
+    drain_timeout_s: float = 10.0
+    pool_size: int = 8
+
+    def __post_init__(self) -> None:
+        if not self.node_id:
+            raise ConfigError("node_id", "must not be empty")
+        if "/" in self.node_id:
+            raise ConfigError("node_id", "must not contain '/'")
+        if not self.postgres_dsn:
+            raise ConfigError("postgres_dsn", "must not be empty")
+        if not self.etcd_endpoint:
+            raise ConfigError("etcd_endpoint", "must not be empty")
+        positive = (
+            "partitions", "session_ttl_s", "window_s", "load_interval_s", "catch_up_interval_s",
+            "materialise_interval_s", "horizon_s", "lease_s", "heartbeat_interval_s",
+            "claim_batch", "claim_concurrency", "record_batch", "reap_interval_s",
+            "tenant_in_flight_cap", "breaker_failures", "breaker_cooldown_s",
+            "catch_up_rate_per_s", "max_clock_offset_ms", "clock_check_interval_s",
+            "retention_days", "pool_size",
+        )  # fmt: skip
+        for name in positive:
+            value = getattr(self, name)
+            if value <= 0:
+                raise ConfigError(name, f"must be > 0, got {value}")
+        if self.lead_ms < 0:
+            raise ConfigError("lead_ms", f"must be >= 0, got {self.lead_ms}")
+        if self.window_s > 900:
+            # The insert trigger notifies owners of occurrences due within 15 minutes.
+            raise ConfigError("window_s", "must be at most 900 (15 minutes)")
+        if self.heartbeat_interval_s * 2 > self.lease_s:
+            raise ConfigError("heartbeat_interval_s", "must be at most half of lease_s")
+        if self.horizon_s < self.window_s:
+            raise ConfigError("horizon_s", "must be at least window_s")
+
+    @property
+    def window(self) -> timedelta:
+        return timedelta(seconds=self.window_s)

@@ -1,0 +1,555 @@
+"""Fire, claim, dispatch, record: the work of one node over the partitions it owns.
+
+The timing wheel holds the loaded occurrences of owned partitions and fires
+each `lead_ms` before its instant. A fired occurrence waits in the ready
+queues (fair across tenants, priority first) until executors have credit for
+its pool; then it is claimed in a batch — one statement, fenced by the
+partition epochs — and dispatched down a stream with `start_at` = its
+instant, so the database round trip happens before the instant, not after.
+Results and heartbeats come back on the streams and are recorded in
+batches, fence-checked; the store applies the retry rule. The reaper turns
+expired leases into failed attempts under the same rule.
+
+The wheel is a cache: anything dropped here (a partition handed over, a
+claim that failed) is still pending in Postgres and is loaded again by
+whoever owns it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from wheel._proto.wheel.v1 import executor_pb2 as pb
+from wheel.errors import WheelError
+from wheel.model.executions import (
+    AttemptResult,
+    Claimed,
+    ClaimState,
+    DueOccurrence,
+    ExecutionStatus,
+    Fenced,
+    Outcome,
+    Recorded,
+)
+from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId
+from wheel.scheduler.batcher import Batcher
+from wheel.scheduler.breaker import Breakers
+from wheel.scheduler.config import SchedulerConfig
+from wheel.scheduler.links import Link, Links
+from wheel.scheduler.ready import Ready, ReadyQueues
+from wheel.store import Store
+from wheel.timingwheel import FiredBatch, WheelDriver
+
+log = logging.getLogger(__name__)
+
+_OUTCOMES = {
+    pb.Result.OUTCOME_SUCCEEDED: Outcome.SUCCEEDED,
+    pb.Result.OUTCOME_FAILED: Outcome.FAILED,
+    pb.Result.OUTCOME_NOT_STARTED: Outcome.NOT_STARTED,
+}
+_ADD_CHUNK = 10_000
+_RETRY_CLAIM_S = 0.2
+
+
+def _ms(instant: datetime) -> int:
+    return int(instant.timestamp() * 1000)
+
+
+def _timestamp(instant: datetime) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromDatetime(instant)
+    return stamp
+
+
+@dataclass(slots=True, eq=False)
+class InFlight:
+    """An occurrence this node claimed and has not yet seen finish."""
+
+    ready: Ready
+    fence: int
+    link: Link | None
+    expires: float
+    """Monotonic: forget it after this (its lease ran out and someone else dealt with it)."""
+
+
+@dataclass(slots=True)
+class EngineStats:
+    loaded: int = 0
+    claimed: int = 0
+    dispatched: int = 0
+    recorded: int = 0
+    stale: int = 0
+    reaped: int = 0
+    skipped_overlap: int = 0
+    not_started: int = 0
+    claim_batches: int = 0
+    record_batches: int = 0
+
+
+class Engine:
+    """The owned partitions' occurrences, from the wheel to a recorded result."""
+
+    def __init__(self, config: SchedulerConfig, store: Store, links: Links) -> None:
+        self.config = config
+        self._store = store
+        self.links = links
+        self.owned: dict[PartitionId, int] = {}
+        """Partitions owned now, with their epochs."""
+        self.driver: WheelDriver[ExecutionKey] = WheelDriver(self._fired)
+        self.ready = ReadyQueues()
+        self.known: dict[ExecutionKey, Ready] = {}
+        """Loaded and not yet claimed: in the wheel, waiting, parked, blocked or being claimed."""
+        self._by_partition: defaultdict[PartitionId, set[ExecutionKey]] = defaultdict(set)
+        self.in_flight: dict[ExecutionKey, InFlight] = {}
+        self.tenant_in_flight: Counter[TenantId] = Counter()
+        self._reserved: Counter[str] = Counter()
+        self._tenant_reserved: Counter[TenantId] = Counter()
+        self.parked: defaultdict[str, list[Ready]] = defaultdict(list)
+        """By task type: occurrences held back while its circuit breaker is open."""
+        self.blocked: dict[JobId, Ready] = {}
+        """One queued occurrence per job whose previous run is still going (overlap 'queue')."""
+        self.breakers = Breakers(
+            threshold=config.breaker_failures,
+            cooldown_s=config.breaker_cooldown_s,
+            probe_timeout_s=config.lease_s + config.breaker_cooldown_s,
+        )
+        self.stats = EngineStats()
+        self._wake = asyncio.Event()
+        self._claims_running = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._dispatcher: asyncio.Task[None] | None = None
+        self._results: Batcher[tuple[Link | None, AttemptResult]] | None = None
+        self._heartbeats: Batcher[tuple[Link, Fenced]] | None = None
+        self.fired_lateness_ms: list[int] = []
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.driver.start()
+        self._results = Batcher(
+            "results", self._record, max_batch=self.config.record_batch, concurrency=2
+        )
+        self._heartbeats = Batcher(
+            "heartbeats", self._heartbeat, max_batch=self.config.record_batch, concurrency=1
+        )
+        self._dispatcher = asyncio.create_task(self._dispatch_loop(), name="dispatcher")
+
+    async def stop(self) -> None:
+        """Stop claiming; record what has come in; leave the rest pending in Postgres."""
+        self.driver.close()
+        if self._dispatcher is not None:
+            self._dispatcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._dispatcher
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        for batcher in (self._results, self._heartbeats):
+            if batcher is not None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(batcher.flush(), self.config.drain_timeout_s)
+                await batcher.close()
+
+    # -- partitions ------------------------------------------------------------------------
+
+    def own(self, partition: PartitionId, epoch: int) -> None:
+        self.owned[partition] = epoch
+
+    def release(self, partition: PartitionId) -> None:
+        """Stop firing a partition: drop its timers and waiting occurrences (still pending)."""
+        self.owned.pop(partition, None)
+        for key in self._by_partition.pop(partition, set()):
+            self.known.pop(key, None)
+            self.driver.cancel(key)
+        self.ready.drop_partition(partition)
+        for task_type, items in list(self.parked.items()):
+            self.parked[task_type] = [r for r in items if r.partition != partition]
+        for job_id, item in list(self.blocked.items()):
+            if item.partition == partition:
+                del self.blocked[job_id]
+
+    # -- loading ---------------------------------------------------------------------------
+
+    def add_due(self, due: Sequence[DueOccurrence], *, spread_per_s: int | None = None) -> int:
+        """File loaded occurrences in the wheel (those already known or running are left).
+
+        With `spread_per_s`, overdue ones are released no faster than that
+        (catch-up after an outage must not become a second outage).
+        """
+        lead = self.config.lead_ms
+        now_ms = int(time.time() * 1000)
+        entries: list[tuple[ExecutionKey, int]] = []
+        overdue = 0
+        for occurrence in due:
+            key = occurrence.key
+            if occurrence.partition not in self.owned or key in self.known:
+                continue
+            if key in self.in_flight:
+                continue
+            fire_at_ms = _ms(occurrence.fire_at)
+            ready = Ready(
+                key, occurrence.partition, occurrence.tenant_id, occurrence.pool,
+                occurrence.task_type, occurrence.priority, occurrence.overlap, fire_at_ms,
+            )  # fmt: skip
+            self.known[key] = ready
+            self._by_partition[occurrence.partition].add(key)
+            deadline = fire_at_ms - lead
+            if spread_per_s and deadline < now_ms:
+                deadline = now_ms + overdue * 1000 // spread_per_s
+                overdue += 1
+            entries.append((key, deadline))
+        for first in range(0, len(entries), _ADD_CHUNK):
+            self.driver.add_many(entries[first : first + _ADD_CHUNK])
+        self.stats.loaded += len(entries)
+        return len(entries)
+
+    def is_known(self, key: ExecutionKey) -> bool:
+        return key in self.known or key in self.in_flight
+
+    def _forget(self, key: ExecutionKey) -> Ready | None:
+        ready = self.known.pop(key, None)
+        if ready is not None:
+            keys = self._by_partition.get(ready.partition)
+            if keys is not None:
+                keys.discard(key)
+        return ready
+
+    # -- firing and claiming ---------------------------------------------------------------
+
+    def _fired(self, batch: FiredBatch[ExecutionKey]) -> None:
+        """The wheel's sink: due occurrences join the ready queues (no I/O here)."""
+        known, push = self.known, self.ready.push
+        for key, _ in batch.entries:
+            ready = known.get(key)
+            if ready is not None:
+                push(ready)
+        self._wake.set()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def _dispatch_loop(self) -> None:
+        changed = self.links.changed
+        while True:
+            self._next_round()
+            waits = [
+                asyncio.ensure_future(self._wake.wait()),
+                asyncio.ensure_future(changed.wait()),
+            ]
+            timeout = self._breaker_timeout()
+            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            for waiter in waits:
+                waiter.cancel()
+            self._wake.clear()
+            changed.clear()
+            self._unpark()
+
+    def _breaker_timeout(self) -> float | None:
+        next_change = self.breakers.next_change()
+        if next_change is None:
+            return None
+        return max(0.0, next_change - time.monotonic())
+
+    def _unpark(self) -> None:
+        now = time.monotonic()
+        for task_type in list(self.parked):
+            if self.parked[task_type] and self.breakers.allow(task_type, now):
+                items = self.parked.pop(task_type)
+                # The probe goes first; the rest wait for its verdict.
+                self.ready.push(items[0])
+                self.parked[task_type] = items[1:]
+                if not self.parked[task_type]:
+                    del self.parked[task_type]
+
+    def _next_round(self) -> None:
+        """Start claims for every pool with both waiting work and executor credit."""
+        config = self.config
+        cap = config.tenant_in_flight_cap
+
+        def room(tenant: TenantId) -> int:
+            return cap - self.tenant_in_flight[tenant] - self._tenant_reserved[tenant]
+
+        now = time.monotonic()
+        for pool in self.ready.pools():
+            while self._claims_running < config.claim_concurrency:
+                free = self.links.credit(pool) - self._reserved[pool]
+                if free <= 0 or not self.owned:
+                    break
+                taken = self.ready.take(pool, min(free, config.claim_batch), room)
+                if not taken:
+                    break
+                batch = []
+                for item in taken:
+                    if self.breakers.allow(item.task_type, now):
+                        batch.append(item)
+                    else:
+                        self.parked[item.task_type].append(item)
+                if not batch:
+                    continue
+                self._reserved[pool] += len(batch)
+                for item in batch:
+                    self._tenant_reserved[item.tenant] += 1
+                self._claims_running += 1
+                self._spawn(self._claim(pool, batch))
+
+    def _spawn(self, coroutine: object) -> None:
+        task = asyncio.ensure_future(coroutine)  # type: ignore[call-overload]
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _claim(self, pool: str, batch: list[Ready]) -> None:
+        config = self.config
+        try:
+            outcome = await self._store.occurrences.claim_batch(
+                [item.key for item in batch],
+                dict(self.owned),
+                lease_s=config.lease_s,
+                ahead_s=config.lead_ms / 1000 + 1.0,
+            )
+        except WheelError as exc:
+            log.warning("engine.claim_failed", extra={"size": len(batch), "error": str(exc)})
+            await asyncio.sleep(_RETRY_CLAIM_S)
+            for item in batch:
+                if item.key in self.known:
+                    self.ready.push(item)
+            return
+        finally:
+            self._reserved[pool] -= len(batch)
+            for item in batch:
+                self._tenant_reserved[item.tenant] -= 1
+            self._claims_running -= 1
+            self._wake.set()
+        self.stats.claim_batches += 1
+        by_key = {item.key: item for item in batch}
+        for claimed in outcome.claimed:
+            self._dispatch(claimed, by_key[claimed.key])
+        lead = config.lead_ms
+        for unclaimed in outcome.unclaimed:
+            item = by_key[unclaimed.key]
+            if unclaimed.state is ClaimState.EARLY:
+                item.fire_at_ms = _ms(unclaimed.fire_at)
+                self.driver.add(item.key, item.fire_at_ms - lead)
+            elif unclaimed.state is ClaimState.BLOCKED:
+                await self._queue_behind(item)
+            else:
+                self.stats.skipped_overlap += 1
+                self._forget(item.key)
+        answered = {c.key for c in outcome.claimed} | {u.key for u in outcome.unclaimed}
+        for item in batch:
+            if item.key not in answered:
+                self._forget(item.key)  # not claimable: paused, edited, or not ours any more
+
+    async def _queue_behind(self, item: Ready) -> None:
+        """Overlap 'queue': keep one occurrence per job waiting; a second one is skipped."""
+        waiting = self.blocked.get(item.key.job_id)
+        if waiting is None or waiting.key == item.key:
+            self.blocked[item.key.job_id] = item
+            return
+        self._forget(item.key)
+        self.stats.skipped_overlap += 1
+        await self._store.occurrences.skip(
+            [item.key], "overlap: one run was already queued behind a running one (policy queue)"
+        )
+
+    def release_blocked(self, job_id: JobId) -> None:
+        item = self.blocked.pop(job_id, None)
+        if item is not None and item.key in self.known:
+            self.ready.push(item)
+            self._wake.set()
+
+    def retry_blocked(self) -> None:
+        """Try every queued occurrence again (its predecessor may have finished elsewhere)."""
+        for job_id in list(self.blocked):
+            self.release_blocked(job_id)
+
+    def _dispatch(self, claimed: Claimed, item: Ready) -> None:
+        self._forget(claimed.key)
+        link = self.links.take(claimed.pool)
+        entry = InFlight(item, claimed.fence, link, time.monotonic() + self.config.lease_s + 5)
+        self.in_flight[claimed.key] = entry
+        self.tenant_in_flight[item.tenant] += 1
+        self.stats.claimed += 1
+        if link is None:
+            # The executor went away between credit and claim: give the attempt back.
+            self.stats.not_started += 1
+            self.submit_result(None, AttemptResult(claimed.key, claimed.fence, Outcome.NOT_STARTED))
+            return
+        start_at = claimed.fire_at
+        now = datetime.now(UTC)
+        deadline = max(start_at, now) + timedelta(seconds=claimed.timeout_s)
+        link.send(
+            pb.SchedulerMessage(
+                dispatch=pb.Dispatch(
+                    execution_id=claimed.key.id,
+                    job_id=str(claimed.key.job_id),
+                    task_type=claimed.task_type,
+                    pool=claimed.pool,
+                    payload=claimed.payload,
+                    attempt=claimed.attempt,
+                    fence=claimed.fence,
+                    scheduled_for=_timestamp(claimed.key.scheduled_for),
+                    start_at=_timestamp(start_at),
+                    deadline=_timestamp(deadline),
+                    lease_until=_timestamp(claimed.lease_until),
+                )
+            )
+        )
+        self.stats.dispatched += 1
+
+    # -- results, heartbeats, reaping ------------------------------------------------------
+
+    def submit_result(self, link: Link | None, result: AttemptResult) -> None:
+        assert self._results is not None
+        self._results.add((link, result))
+
+    def result_from(self, link: Link, message: pb.Result) -> None:
+        try:
+            key = ExecutionKey.parse(message.execution_id)
+        except ValueError:
+            log.warning("engine.bad_result_id", extra={"execution": message.execution_id})
+            return
+        outcome = _OUTCOMES.get(message.outcome)
+        if outcome is None:
+            log.warning("engine.bad_outcome", extra={"execution": message.execution_id})
+            return
+        self.submit_result(
+            link,
+            AttemptResult(
+                key,
+                message.fence,
+                outcome,
+                executor_id=link.executor_id,
+                started_at=message.started_at.ToDatetime(UTC)
+                if message.HasField("started_at")
+                else None,
+                finished_at=message.finished_at.ToDatetime(UTC)
+                if message.HasField("finished_at")
+                else None,
+                error=message.error or None,
+            ),
+        )
+
+    def heartbeat_from(self, link: Link, message: pb.Heartbeat) -> None:
+        try:
+            key = ExecutionKey.parse(message.execution_id)
+        except ValueError:
+            return
+        assert self._heartbeats is not None
+        self._heartbeats.add((link, Fenced(key, message.fence)))
+
+    async def _record(self, batch: list[tuple[Link | None, AttemptResult]]) -> None:
+        outcome = await self._store.occurrences.record_results([r for _, r in batch])
+        self.stats.record_batches += 1
+        links = {(r.key, r.fence): link for link, r in batch}
+        outcomes = {(r.key, r.fence): r.outcome for _, r in batch}
+        for recorded in outcome.recorded:
+            link = links.get((recorded.key, recorded.fence))
+            if link is not None:
+                link.send(
+                    pb.SchedulerMessage(
+                        accepted=pb.ResultAccepted(
+                            execution_id=recorded.key.id, fence=recorded.fence
+                        )
+                    )
+                )
+            self._finished(recorded, outcomes.get((recorded.key, recorded.fence)))
+        self.stats.recorded += len(outcome.recorded)
+        for stale in outcome.stale:
+            self.stats.stale += 1
+            link = links.get((stale.key, stale.fence))
+            if link is not None:
+                link.send(
+                    pb.SchedulerMessage(
+                        stale_fence=pb.StaleFence(
+                            execution_id=stale.key.id,
+                            fence=stale.fence,
+                            current_fence=stale.current_fence or 0,
+                        )
+                    )
+                )
+            entry = self.in_flight.get(stale.key)
+            if entry is not None and entry.fence == stale.fence:
+                self._done(stale.key)
+
+    def _finished(self, recorded: Recorded, outcome: Outcome | None) -> None:
+        """After a recorded attempt: counts, breaker, overlap queue, and a retry into the wheel."""
+        entry = self._done(recorded.key)
+        if entry is None:
+            return
+        item = entry.ready
+        if outcome is not Outcome.NOT_STARTED:
+            succeeded = outcome is Outcome.SUCCEEDED
+            self.breakers.record(item.task_type, succeeded, time.monotonic())
+        self.release_blocked(recorded.key.job_id)
+        if recorded.status is ExecutionStatus.PENDING and item.partition in self.owned:
+            item.fire_at_ms = _ms(recorded.fire_at)
+            self.known[recorded.key] = item
+            self._by_partition[item.partition].add(recorded.key)
+            self.driver.add(recorded.key, item.fire_at_ms - self.config.lead_ms)
+
+    def _done(self, key: ExecutionKey) -> InFlight | None:
+        entry = self.in_flight.pop(key, None)
+        if entry is not None:
+            tenant = entry.ready.tenant
+            self.tenant_in_flight[tenant] -= 1
+            if self.tenant_in_flight[tenant] <= 0:
+                del self.tenant_in_flight[tenant]
+            self._wake.set()
+        return entry
+
+    async def _heartbeat(self, batch: list[tuple[Link, Fenced]]) -> None:
+        by_executor: defaultdict[str, list[tuple[Link, Fenced]]] = defaultdict(list)
+        for link, item in batch:
+            by_executor[link.executor_id].append((link, item))
+        expires = time.monotonic() + self.config.lease_s + 5
+        for executor_id, items in by_executor.items():
+            links = {(i.key, i.fence): link for link, i in items}
+            stale = await self._store.occurrences.heartbeat(
+                [i for _, i in items], executor_id=executor_id, lease_s=self.config.lease_s
+            )
+            refused = {(s.key, s.fence) for s in stale}
+            for _, item in items:
+                entry = self.in_flight.get(item.key)
+                if entry is not None and (item.key, item.fence) not in refused:
+                    entry.expires = expires
+            for item in stale:
+                links[(item.key, item.fence)].send(
+                    pb.SchedulerMessage(
+                        stale_fence=pb.StaleFence(
+                            execution_id=item.key.id, fence=item.fence, current_fence=0
+                        )
+                    )
+                )
+
+    async def reap(self) -> int:
+        """Expired leases of owned partitions become failed attempts (the store's rule)."""
+        recorded = await self._store.occurrences.reap(dict(self.owned))
+        for item in recorded:
+            self._finished(item, Outcome.LEASE_EXPIRED)
+        self.stats.reaped += len(recorded)
+        return len(recorded)
+
+    def sweep(self) -> int:
+        """Forget in-flight entries whose lease is long gone (recorded by another node)."""
+        now = time.monotonic()
+        gone = [key for key, entry in self.in_flight.items() if entry.expires < now]
+        for key in gone:
+            self._done(key)
+        return len(gone)
+
+    def keys_of(self, partitions: Iterable[PartitionId]) -> int:
+        return sum(len(self._by_partition.get(p, ())) for p in partitions)
+
+
+def jitter(seconds: float) -> float:
+    """A little randomness so nodes' periodic work does not line up."""
+    return seconds * (0.8 + 0.4 * random.random())

@@ -1,0 +1,283 @@
+"""A scheduler node: membership in the cluster, the gRPC server, and the periodic work.
+
+`SchedulerNode(config).run()` is `wheel scheduler`: it joins the cluster
+(etcd), takes its share of partitions and for each one sets the epoch in
+Postgres, reaps, materialises and loads it before firing; it serves the
+executor stream, and runs the loops that keep the wheel filled (window,
+notifications, catch-up), materialise recurring jobs, reap expired leases
+and keep the day partitions. Stopping hands every partition over before the
+process goes; a process killed outright loses nothing — the next owner
+reloads from Postgres.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+
+import grpc
+
+from wheel._proto.wheel.v1 import executor_pb2_grpc as pb_grpc
+from wheel.coordinator.etcd import Etcd
+from wheel.coordinator.layout import Layout
+from wheel.coordinator.membership import Membership
+from wheel.model.ids import PartitionId
+from wheel.scheduler.clock import measure
+from wheel.scheduler.config import SchedulerConfig
+from wheel.scheduler.engine import Engine, jitter
+from wheel.scheduler.links import Links
+from wheel.scheduler.loader import Loader
+from wheel.scheduler.materialiser import Materialiser
+from wheel.scheduler.stream import ExecutorStreamService
+from wheel.store import Store
+
+log = logging.getLogger(__name__)
+
+_PARTITION_DAYS_AHEAD = 2
+_MAINTAIN_INTERVAL_S = 600.0
+_LOOP_RETRY_MAX_S = 5.0
+
+
+class SchedulerNode:
+    def __init__(self, config: SchedulerConfig) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.address = ""
+        self.clock_offset_ms: float | None = None
+        self.clock_fit = asyncio.Event()
+        """Set while the clock offset is within bounds: only then does the node take partitions."""
+        self.ready = asyncio.Event()
+        """Set once the node has joined and loaded the partitions it was given first."""
+        self._store: Store | None = None
+        self._etcd: Etcd | None = None
+        self._server: grpc.aio.Server | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._membership_task: asyncio.Task[None] | None = None
+        self.membership: Membership | None = None
+        self.engine: Engine | None = None
+        self.loader: Loader | None = None
+        self._materialiser: Materialiser | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        config = self.config
+        store = self._store = await Store.open(
+            config.postgres_dsn, min_size=2, max_size=config.pool_size
+        )
+        self._etcd = await Etcd.connect(config.etcd_endpoint)
+        links = Links()
+        engine = self.engine = Engine(config, store, links)
+        self.loader = Loader(engine, store, dsn=config.postgres_dsn)
+        self._materialiser = Materialiser(
+            store,
+            horizon=timedelta(seconds=config.horizon_s),
+            clock=lambda: datetime.now(UTC),
+        )
+        server = self._server = grpc.aio.server(
+            options=[("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000)]
+        )
+        pb_grpc.add_ExecutorStreamServicer_to_server(
+            ExecutorStreamService(engine, self.node_id), server
+        )
+        port = server.add_insecure_port(config.listen)
+        await server.start()
+        host = config.listen.rsplit(":", 1)[0]
+        self.address = config.advertise or f"{host}:{port}"
+        engine.start()
+        await self._check_clock()
+        self._tasks = [
+            asyncio.create_task(self.loader.listen(), name="listen"),
+            self._every("window", config.load_interval_s, self.loader.tick),
+            self._every("catch-up", config.catch_up_interval_s, self._catch_up),
+            self._every("reaper", config.reap_interval_s, self._reap),
+            self._every("materialiser", config.materialise_interval_s, self._materialise),
+            self._every("retention", _MAINTAIN_INTERVAL_S, self._maintain),
+            self._every("clock", config.clock_check_interval_s, self._check_clock),
+            asyncio.create_task(self._membership_while_fit(), name="membership"),
+        ]
+        log.info("node.started", extra={"node": self.node_id, "address": self.address})
+
+    async def stop(self) -> None:
+        """Hand every partition over, record what has arrived, close."""
+        log.info("node.stopping", extra={"node": self.node_id})
+        for task in self._tasks:
+            if task.get_name() == "membership":
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        await self._leave()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self.engine is not None:
+            await self.engine.stop()
+            self.engine.links.close_all()
+        if self._server is not None:
+            await self._server.stop(grace=1.0)
+        if self._etcd is not None:
+            await self._etcd.close()
+        if self._store is not None:
+            await self._store.close()
+        log.info("node.stopped", extra={"node": self.node_id})
+
+    async def run(self, stop: Awaitable[object]) -> None:
+        await self.start()
+        try:
+            await stop
+        finally:
+            await self.stop()
+
+    # -- membership ------------------------------------------------------------------------
+
+    async def _membership_while_fit(self) -> None:
+        """Be a member while the clock is fit; leave (handing over) while it is not."""
+        while True:
+            await self.clock_fit.wait()
+            assert self._etcd is not None
+            self.membership = Membership(
+                self._etcd,
+                Layout(self.config.cluster),
+                self.node_id,
+                ttl_s=self.config.session_ttl_s,
+                on_acquired=self._acquired,
+                on_released=self._released,
+                address=self.address,
+                default_partitions=self.config.partitions,
+            )
+            self._membership_task = asyncio.create_task(self.membership.run())
+            self._spawn_ready_watch(self.membership)
+            try:
+                await self._wait_unfit()
+            finally:
+                await self._leave()
+            await asyncio.sleep(0.1)  # membership failed outright: do not spin
+
+    async def _wait_unfit(self) -> None:
+        while self.clock_fit.is_set():
+            assert self._membership_task is not None
+            done, _ = await asyncio.wait({self._membership_task}, timeout=1.0)
+            if done:
+                return
+
+    async def _leave(self) -> None:
+        task, self._membership_task = self._membership_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self.ready.clear()
+
+    def _spawn_ready_watch(self, membership: Membership) -> None:
+        async def watch() -> None:
+            await membership.joined.wait()
+            ownership = membership.ownership
+            if ownership is not None:
+                await ownership.settled.wait()
+            self.ready.set()
+
+        task = asyncio.create_task(watch())
+        self._tasks.append(task)
+
+    async def _acquired(self, partition: PartitionId, epoch: int) -> bool:
+        assert self._store is not None
+        assert self.engine is not None
+        assert self.loader is not None
+        if not self.clock_fit.is_set():
+            return False
+        accepted = await self._store.occurrences.set_epochs(
+            {partition: epoch}, node_id=self.node_id
+        )
+        if partition not in accepted:
+            log.warning("node.stale_epoch", extra={"partition": partition, "epoch": epoch})
+            return False
+        self.engine.own(partition, epoch)
+        try:
+            await self.engine.reap()
+            assert self._materialiser is not None
+            await self._materialiser.run([partition])
+            loaded = await self.loader.load_partition(partition)
+        except BaseException:
+            self.engine.release(partition)
+            raise
+        log.info(
+            "node.partition_acquired",
+            extra={"node": self.node_id, "partition": partition, "epoch": epoch, "loaded": loaded},
+        )
+        return True
+
+    async def _released(self, partition: PartitionId) -> None:
+        assert self.engine is not None
+        self.engine.release(partition)
+        log.info("node.partition_released", extra={"node": self.node_id, "partition": partition})
+
+    # -- periodic work ---------------------------------------------------------------------
+
+    def _every(
+        self, name: str, interval_s: float, work: Callable[[], Awaitable[object]]
+    ) -> asyncio.Task[None]:
+        async def loop() -> None:
+            failures = 0
+            while True:
+                try:
+                    await work()
+                    failures = 0
+                    await asyncio.sleep(jitter(interval_s))
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # the store or etcd away: try again, never give up
+                    failures += 1
+                    log.warning("node.loop_failed", extra={"loop": name, "error": repr(exc)})
+                    await asyncio.sleep(min(interval_s, 0.1 * 2**failures, _LOOP_RETRY_MAX_S))
+
+        return asyncio.create_task(loop(), name=name)
+
+    async def _catch_up(self) -> None:
+        assert self.loader is not None
+        assert self.engine is not None
+        await self.loader.catch_up()
+        self.engine.retry_blocked()
+
+    async def _reap(self) -> None:
+        assert self.engine is not None
+        await self.engine.reap()
+        self.engine.sweep()
+
+    async def _materialise(self) -> None:
+        assert self._materialiser is not None
+        assert self.engine is not None
+        if self.engine.owned:
+            await self._materialiser.run(list(self.engine.owned))
+
+    async def _maintain(self) -> None:
+        assert self._store is not None
+        report = await self._store.time_partitions.maintain(
+            datetime.now(UTC),
+            ahead_days=_PARTITION_DAYS_AHEAD,
+            retention_days=self.config.retention_days,
+        )
+        log.info("node.retention", extra={"report": repr(report)})
+
+    async def _check_clock(self) -> None:
+        assert self._store is not None
+        reading = await measure(self._store)
+        self.clock_offset_ms = reading.offset_ms
+        if abs(reading.offset_ms) <= self.config.max_clock_offset_ms:
+            if not self.clock_fit.is_set():
+                log.info("node.clock_fit", extra={"offset_ms": round(reading.offset_ms, 1)})
+                self.clock_fit.set()
+            return
+        self.clock_fit.clear()
+        log.error(
+            "node.clock_unfit",
+            extra={
+                "offset_ms": round(reading.offset_ms, 1),
+                "bound_ms": self.config.max_clock_offset_ms,
+                "action": "taking no partitions until the clock agrees with the database",
+            },
+        )
