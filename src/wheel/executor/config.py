@@ -1,0 +1,92 @@
+"""Configuration of an executor process: `ExecutorConfig("ex-1", pools={"default": 64})`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from wheel.errors import ConfigError
+
+_KEY_PART = re.compile(r"^[A-Za-z0-9._:-]+$")
+_ENDPOINT = re.compile(r"^(http://)?[^/:\s]+:\d{1,5}$")
+
+
+def _default_pools() -> Mapping[str, int]:
+    return {"default": 64}
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorConfig:
+    executor_id: str
+    """This executor's name in the cluster (`/wheel/<cluster>/executors/<id>`)."""
+    cluster: str = "default"
+    """Keys live under /wheel/<cluster>/."""
+    etcd_endpoint: str = "http://127.0.0.1:2379"
+    """etcd client URL, `http://host:port`."""
+    task_modules: tuple[str, ...] = ()
+    """Modules imported at start; their `@wheel.task` decorators register the handlers."""
+    pools: Mapping[str, int] = field(default_factory=_default_pools)
+    """Executions run at once per pool; every stream is granted up to this much credit."""
+    drain_timeout_s: float = 30.0
+    """On shutdown, how long running handlers may go on before they are cancelled."""
+    flush_timeout_s: float = 10.0
+    """On shutdown, how long to wait for the scheduler to acknowledge buffered results."""
+    reconnect_min_s: float = 0.1
+    """First delay before reconnecting a broken stream; doubles (with jitter) to the max."""
+    reconnect_max_s: float = 5.0
+    """Longest delay between reconnect attempts while a node is listed."""
+    thread_pool_size: int | None = None
+    """Worker threads for sync handlers; None: the total concurrency of all pools."""
+    session_ttl_s: int = 10
+    """TTL of the lease the executor's registration lives under."""
+
+    def __post_init__(self) -> None:
+        for name in ("executor_id", "cluster"):
+            value = getattr(self, name)
+            if not _KEY_PART.match(value):
+                raise ConfigError(
+                    name, f"{value!r} must be non-empty letters, digits, '.', '_', ':' or '-'"
+                )
+        if not _ENDPOINT.match(self.etcd_endpoint):
+            raise ConfigError("etcd_endpoint", f"{self.etcd_endpoint!r} is not http://host:port")
+        for module in self.task_modules:
+            if not module or not all(part.isidentifier() for part in module.split(".")):
+                raise ConfigError("task_modules", f"{module!r} is not a module name")
+        if not self.pools:
+            raise ConfigError("pools", "at least one pool is needed")
+        for pool, concurrency in self.pools.items():
+            if not _KEY_PART.match(pool):
+                raise ConfigError("pools", f"pool name {pool!r} is not a plain name")
+            if isinstance(concurrency, bool) or not isinstance(concurrency, int):
+                raise ConfigError("pools", f"pool {pool!r}: concurrency must be an integer")
+            if not 1 <= concurrency <= 100_000:
+                raise ConfigError(
+                    "pools", f"pool {pool!r}: concurrency {concurrency} not in 1..100000"
+                )
+        object.__setattr__(self, "pools", MappingProxyType(dict(self.pools)))
+        if self.drain_timeout_s < 0:
+            raise ConfigError("drain_timeout_s", f"{self.drain_timeout_s} is negative")
+        if self.flush_timeout_s < 0:
+            raise ConfigError("flush_timeout_s", f"{self.flush_timeout_s} is negative")
+        if self.reconnect_min_s <= 0:
+            raise ConfigError("reconnect_min_s", f"{self.reconnect_min_s} must be positive")
+        if self.reconnect_max_s < self.reconnect_min_s:
+            raise ConfigError(
+                "reconnect_max_s",
+                f"{self.reconnect_max_s} is below reconnect_min_s {self.reconnect_min_s}",
+            )
+        if self.thread_pool_size is not None and self.thread_pool_size < 1:
+            raise ConfigError("thread_pool_size", f"{self.thread_pool_size} must be at least 1")
+        if self.session_ttl_s < 1:
+            raise ConfigError("session_ttl_s", f"{self.session_ttl_s} must be at least 1")
+
+    @property
+    def capacity(self) -> int:
+        """Executions this executor runs at once, over all pools."""
+        return sum(self.pools.values())
+
+    @property
+    def threads(self) -> int:
+        return self.thread_pool_size or self.capacity

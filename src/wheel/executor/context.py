@@ -1,0 +1,54 @@
+"""TaskContext: what a handler knows about the execution it runs, and its two levers.
+
+    def send_report(ctx: TaskContext) -> None:
+        for chunk in chunks(ctx.payload):
+            if ctx.cancelled:
+                return
+            upload(chunk, idempotency_key=ctx.execution_id)
+            ctx.heartbeat()
+
+`execution_id` is the same on every attempt of one occurrence: use it as the
+idempotency key. `heartbeat()` is thread-safe and may be called from a sync
+handler's worker thread or from an async handler. Async handlers are
+cancelled with `task.cancel()`; sync ones cannot be interrupted, so they
+should check `cancelled` or wait on `cancel_event`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from wheel.model.ids import ExecutionId, JobId
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskContext:
+    execution_id: ExecutionId
+    """`<job uuid>@<YYYYMMDDTHHMMSS.ffffffZ>`: stable across attempts, the idempotency key."""
+    job_id: JobId
+    task_type: str
+    pool: str
+    attempt: int
+    """1 for the first attempt, then 2, 3, ..."""
+    fence: int
+    """Grows with every dispatch of this occurrence; a write with an older one is refused."""
+    scheduled_for: datetime
+    """The instant the occurrence was scheduled for (aware, UTC)."""
+    payload: bytes
+    deadline: datetime
+    """The handler is cancelled and the attempt fails with a timeout at this instant (UTC)."""
+    cancel_event: threading.Event = field(default_factory=threading.Event, repr=False)
+    """Set when the execution is cancelled (timeout, stale fence, cancel request, shutdown)."""
+    send_heartbeat: Callable[[], None] = field(default=lambda: None, repr=False)
+    """Thread-safe: asks the executor to send a heartbeat now (set by the runner)."""
+
+    def heartbeat(self) -> None:
+        """Send a heartbeat for this execution now: the lease is extended while we progress."""
+        self.send_heartbeat()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_event.is_set()
