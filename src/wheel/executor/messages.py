@@ -1,0 +1,162 @@
+"""The executor stream's messages as domain types, converted at the gRPC edge.
+
+`Dispatch` is what a node asks us to run; `Report` is the outcome we owe it.
+Only this module and `connection` touch `executor_pb2`.
+"""
+
+from __future__ import annotations
+
+import enum
+import traceback
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from wheel._proto.wheel.v1 import executor_pb2 as pb
+from wheel.model.ids import ExecutionId, JobId
+
+ERROR_LIMIT_BYTES = 4096
+"""An error text is capped at this size: the type and message first, then the traceback's end."""
+_HEAD_LIMIT_BYTES = 1024
+_TRACEBACK_FRAMES = 8
+
+
+class Outcome(enum.Enum):
+    SUCCEEDED = pb.Result.OUTCOME_SUCCEEDED
+    FAILED = pb.Result.OUTCOME_FAILED
+    NOT_STARTED = pb.Result.OUTCOME_NOT_STARTED
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    execution_id: ExecutionId
+    job_id: JobId
+    task_type: str
+    pool: str
+    payload: bytes
+    attempt: int
+    fence: int
+    scheduled_for: datetime
+    start_at: datetime
+    """Start the handler at this instant, never before it (wall clock)."""
+    deadline: datetime
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.execution_id, self.fence)
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """The outcome of one dispatch, buffered until the scheduler acknowledges it."""
+
+    execution_id: ExecutionId
+    fence: int
+    job_id: JobId | None
+    """For routing a resend to the partition's owner; None when the dispatch named no valid job."""
+    outcome: Outcome
+    error: str
+    started_at: datetime | None
+    finished_at: datetime
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.execution_id, self.fence)
+
+
+def dispatch_from_proto(message: pb.Dispatch) -> Dispatch:
+    """ValueError names what is missing or malformed."""
+    if not message.execution_id:
+        raise ValueError("execution_id is empty")
+    try:
+        job_id = JobId(uuid.UUID(message.job_id))
+    except ValueError:
+        raise ValueError(f"job_id {message.job_id!r} is not a UUID") from None
+    for name in ("scheduled_for", "deadline"):
+        if not message.HasField(name):
+            raise ValueError(f"{name} is not set")
+    scheduled_for = _instant(message.scheduled_for)
+    start_at = _instant(message.start_at) if message.HasField("start_at") else scheduled_for
+    return Dispatch(
+        execution_id=ExecutionId(message.execution_id),
+        job_id=job_id,
+        task_type=message.task_type,
+        pool=message.pool,
+        payload=bytes(message.payload),
+        attempt=message.attempt,
+        fence=message.fence,
+        scheduled_for=scheduled_for,
+        start_at=start_at,
+        deadline=_instant(message.deadline),
+    )
+
+
+def report_to_proto(report: Report) -> pb.ExecutorMessage:
+    result = pb.Result(
+        execution_id=report.execution_id,
+        fence=report.fence,
+        outcome=report.outcome.value,
+        error=report.error,
+        finished_at=_timestamp(report.finished_at),
+    )
+    if report.started_at is not None:
+        result.started_at.CopyFrom(_timestamp(report.started_at))
+    return pb.ExecutorMessage(result=result)
+
+
+def heartbeat_to_proto(execution_id: str, fence: int) -> pb.ExecutorMessage:
+    return pb.ExecutorMessage(heartbeat=pb.Heartbeat(execution_id=execution_id, fence=fence))
+
+
+def credit_to_proto(pool: str, count: int) -> pb.ExecutorMessage:
+    return pb.ExecutorMessage(credit=pb.Credit(pool=pool, count=count))
+
+
+def describe_error(exc: BaseException) -> str:
+    """`Type: message`, then the last frames of the traceback; at most ERROR_LIMIT_BYTES."""
+    kind = type(exc)
+    name = (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else f"{kind.__module__}.{kind.__qualname__}"
+    )
+    head = _cap_head(f"{name}: {exc}" if str(exc) else name)
+    frames = "".join(traceback.format_tb(exc.__traceback__, limit=-_TRACEBACK_FRAMES))
+    text = f"{head}\n{frames}".rstrip("\n")
+    return _cap_tail(text, head)
+
+
+def _cap_head(head: str) -> str:
+    raw = head.encode()
+    if len(raw) <= _HEAD_LIMIT_BYTES:
+        return head
+    return raw[: _HEAD_LIMIT_BYTES - 3].decode(errors="ignore") + "..."
+
+
+def _cap_tail(text: str, head: str) -> str:
+    raw = text.encode()
+    if len(raw) <= ERROR_LIMIT_BYTES:
+        return text
+    marker = "\n...\n"
+    keep = ERROR_LIMIT_BYTES - len(head.encode()) - len(marker)
+    return head + marker + raw[len(raw) - keep :].decode(errors="ignore")
+
+
+def cap_error(text: str) -> str:
+    """Any error text cut to ERROR_LIMIT_BYTES."""
+    raw = text.encode()
+    if len(raw) <= ERROR_LIMIT_BYTES:
+        return text
+    return raw[: ERROR_LIMIT_BYTES - 3].decode(errors="ignore") + "..."
+
+
+def _instant(timestamp: Timestamp) -> datetime:
+    return timestamp.ToDatetime(tzinfo=UTC)
+
+
+def _timestamp(instant: datetime) -> Timestamp:
+    timestamp = Timestamp()
+    timestamp.FromDatetime(instant)
+    return timestamp
