@@ -1,0 +1,58 @@
+"""Registering a job: validate, resolve its schedule, store it with a one-off's occurrence.
+
+One path for every caller (the public API, `wheel dev`'s examples, tests):
+the schedule is compiled first (a bad one is an InvalidArgument naming the
+field and nothing is written); the job's partition is a stable hash of its
+id over the cluster's partition count; a NOW or AT job gets its single
+occurrence in the same transaction as the job, so it cannot exist without
+it. Recurring jobs are left to the materialiser of their partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from wheel.model.executions import NewOccurrence, Trigger
+from wheel.model.ids import ExecutionKey, JobId, TenantId, new_job_id, partition_of
+from wheel.model.jobs import Job, JobSpec
+from wheel.schedule import SchedulePlan, compile_schedule
+from wheel.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Registered:
+    job: Job
+    plan: SchedulePlan
+
+
+async def register_job(
+    store: Store,
+    tenant_id: TenantId,
+    spec: JobSpec,
+    *,
+    partitions: int,
+    job_id: JobId | None = None,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> Registered:
+    """Store a new job (and a one-off's occurrence); InvalidArgument if its schedule is bad."""
+    job_id = job_id or new_job_id()
+    now = clock()
+    plan = compile_schedule(spec.schedule, job_id, now=now)
+    partition = partition_of(job_id, partitions)
+    occurrences = []
+    if plan.one_off is not None:
+        occurrences.append(
+            NewOccurrence(
+                key=ExecutionKey(job_id, plan.one_off),
+                tenant_id=tenant_id,
+                partition=partition,
+                job_version=1,
+                fire_at=plan.fire_at(plan.one_off),
+                priority=spec.policies.priority,
+                trigger=Trigger.SCHEDULE,
+            )
+        )
+    job = await store.jobs.create(tenant_id, job_id, partition, spec, occurrences)
+    return Registered(job, plan)

@@ -1,0 +1,76 @@
+"""Scheduler nodes in-process against the real etcd and Postgres, with scripted executors."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import aetcd
+import pytest
+
+from wheel.local import LocalServices
+from wheel.scheduler.config import SchedulerConfig
+from wheel.scheduler.node import SchedulerNode
+
+NodeFactory = Callable[..., Awaitable[SchedulerNode]]
+
+
+@pytest.fixture
+async def cluster(local_services: LocalServices) -> AsyncIterator[str]:
+    """A cluster name of this test's own; its etcd keys are deleted afterwards."""
+    name = f"test-{uuid.uuid4().hex[:12]}"
+    yield name
+    client = aetcd.Client(host="127.0.0.1", port=local_services.etcd.port)
+    await client.connect()
+    try:
+        await client.delete_prefix(f"/wheel/{name}/".encode())
+    finally:
+        await client.close()
+
+
+def fast_config(**overrides: Any) -> dict[str, Any]:
+    """Timings shrunk so failure paths finish in seconds."""
+    settings: dict[str, Any] = {
+        "partitions": 8,
+        "session_ttl_s": 3,
+        "window_s": 60.0,
+        "load_interval_s": 0.5,
+        "catch_up_interval_s": 1.0,
+        "materialise_interval_s": 1.0,
+        "horizon_s": 120.0,
+        "lease_s": 2.0,
+        "heartbeat_interval_s": 0.5,
+        "reap_interval_s": 0.25,
+        "breaker_cooldown_s": 2.0,
+        "pool_size": 4,
+    }
+    settings.update(overrides)
+    return settings
+
+
+@pytest.fixture
+async def start_node(
+    local_services: LocalServices, database_dsn: str, cluster: str
+) -> AsyncIterator[NodeFactory]:
+    """Start scheduler nodes in this process; every one still running is stopped afterwards."""
+    nodes: list[SchedulerNode] = []
+
+    async def start(node_id: str = "node-a", **overrides: Any) -> SchedulerNode:
+        config = SchedulerConfig(
+            node_id=node_id,
+            postgres_dsn=database_dsn,
+            etcd_endpoint=f"127.0.0.1:{local_services.etcd.port}",
+            cluster=cluster,
+            **fast_config(**overrides),
+        )
+        node = SchedulerNode(config)
+        await node.start()
+        nodes.append(node)
+        return node
+
+    yield start
+    for node in nodes:
+        with contextlib.suppress(Exception):
+            await node.stop()

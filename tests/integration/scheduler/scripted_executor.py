@@ -1,0 +1,170 @@
+"""A scripted executor for node tests: speaks the stream protocol, runs a behaviour per dispatch.
+
+It is the node's collaborator here (the real executor has its own tests);
+it records when each dispatch started so tests can measure lateness.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from wheel._proto.wheel.v1 import executor_pb2 as pb
+from wheel._proto.wheel.v1 import executor_pb2_grpc as pb_grpc
+
+Behaviour = Callable[[pb.Dispatch], Awaitable[tuple[int, str]]]
+"""Returns (Result.Outcome, error)."""
+
+
+async def succeed(_: pb.Dispatch) -> tuple[int, str]:
+    return pb.Result.OUTCOME_SUCCEEDED, ""
+
+
+async def fail(_: pb.Dispatch) -> tuple[int, str]:
+    return pb.Result.OUTCOME_FAILED, "RuntimeError: boom"
+
+
+def _stamp(instant: datetime) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromDatetime(instant)
+    return stamp
+
+
+@dataclass
+class Run:
+    execution_id: str
+    fence: int
+    attempt: int
+    scheduled_for: datetime
+    start_at: datetime
+    started: datetime
+
+
+@dataclass
+class ScriptedExecutor:
+    address: str
+    executor_id: str = "scripted"
+    pool: str = "default"
+    capacity: int = 100
+    behaviour: Behaviour = succeed
+    runs: list[Run] = field(default_factory=list)
+    accepted: list[tuple[str, int]] = field(default_factory=list)
+    stale: list[tuple[str, int]] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    send_results: bool = True
+    heartbeat_every_s: float | None = 0.5
+    """Heartbeat running dispatches this often (None: never, like a frozen executor)."""
+    _outbox: asyncio.Queue[pb.ExecutorMessage | None] = field(default_factory=asyncio.Queue)
+    _task: asyncio.Task[None] | None = None
+    _channel: grpc.aio.Channel | None = None
+    _running: set[asyncio.Task[None]] = field(default_factory=set)
+
+    async def start(self) -> None:
+        self._channel = grpc.aio.insecure_channel(self.address)
+        stub = pb_grpc.ExecutorStreamStub(self._channel)
+        self._outbox.put_nowait(
+            pb.ExecutorMessage(
+                hello=pb.Hello(
+                    executor_id=self.executor_id, pools=[self.pool], capacity=self.capacity
+                )
+            )
+        )
+        self._outbox.put_nowait(
+            pb.ExecutorMessage(credit=pb.Credit(pool=self.pool, count=self.capacity))
+        )
+        call = stub.Connect(self._messages())
+        self._task = asyncio.create_task(self._receive(call))
+
+    async def _messages(self):  # type: ignore[no-untyped-def]
+        while True:
+            message = await self._outbox.get()
+            if message is None:
+                return
+            yield message
+
+    async def _receive(self, call: grpc.aio.StreamStreamCall) -> None:  # type: ignore[type-arg]
+        with contextlib.suppress(grpc.aio.AioRpcError, asyncio.CancelledError):
+            async for message in call:
+                body = message.WhichOneof("body")
+                if body == "dispatch":
+                    task = asyncio.create_task(self._run(message.dispatch))
+                    self._running.add(task)
+                    task.add_done_callback(self._running.discard)
+                elif body == "accepted":
+                    self.accepted.append((message.accepted.execution_id, message.accepted.fence))
+                elif body == "stale_fence":
+                    stale = message.stale_fence
+                    self.stale.append((stale.execution_id, stale.fence))
+                self.changed.set()
+
+    async def _run(self, dispatch: pb.Dispatch) -> None:
+        start_at = dispatch.start_at.ToDatetime(UTC)
+        delay = (start_at - datetime.now(UTC)).total_seconds()
+        if delay > 0:
+            await asyncio.sleep(delay)  # the protocol: never start before start_at
+        started = datetime.now(UTC)
+        self.runs.append(
+            Run(
+                dispatch.execution_id,
+                dispatch.fence,
+                dispatch.attempt,
+                dispatch.scheduled_for.ToDatetime(UTC),
+                start_at,
+                started,
+            )
+        )
+        self.changed.set()
+        beating = asyncio.create_task(self._beat(dispatch))
+        try:
+            outcome, error = await self.behaviour(dispatch)
+        finally:
+            beating.cancel()
+        if self.send_results:
+            self._outbox.put_nowait(
+                pb.ExecutorMessage(
+                    result=pb.Result(
+                        execution_id=dispatch.execution_id,
+                        fence=dispatch.fence,
+                        outcome=outcome,  # type: ignore[arg-type]
+                        error=error,
+                        started_at=_stamp(started),
+                        finished_at=_stamp(datetime.now(UTC)),
+                    )
+                )
+            )
+        self._outbox.put_nowait(pb.ExecutorMessage(credit=pb.Credit(pool=self.pool, count=1)))
+
+    async def _beat(self, dispatch: pb.Dispatch) -> None:
+        if self.heartbeat_every_s is None:
+            return
+        while True:
+            await asyncio.sleep(self.heartbeat_every_s)  # the heartbeat schedule itself
+            self.heartbeat(dispatch.execution_id, dispatch.fence)
+
+    def heartbeat(self, execution_id: str, fence: int) -> None:
+        self._outbox.put_nowait(
+            pb.ExecutorMessage(heartbeat=pb.Heartbeat(execution_id=execution_id, fence=fence))
+        )
+
+    async def wait_for(self, condition: Callable[[], bool], within: float = 30.0) -> None:
+        async with asyncio.timeout(within):
+            while not condition():
+                self.changed.clear()
+                await self.changed.wait()
+
+    async def stop(self) -> None:
+        self._outbox.put_nowait(None)
+        for task in list(self._running):
+            task.cancel()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._channel is not None:
+            await self._channel.close()
