@@ -50,6 +50,15 @@ class Breakers:
         breaker.until = now + self._probe_timeout_s
         return True
 
+    def probe_due(self, task_type: str, now: float) -> bool:
+        """Is the breaker open (or its probe lost) and its time to let one through come?"""
+        breaker = self._breakers.get(task_type)
+        return (
+            breaker is not None
+            and breaker.state is not BreakerState.CLOSED
+            and (now >= breaker.until)
+        )
+
     def record(self, task_type: str, succeeded: bool, now: float) -> None:
         breaker = self._breakers.get(task_type)
         if succeeded:

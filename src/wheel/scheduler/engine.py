@@ -43,7 +43,7 @@ from wheel.model.executions import (
 )
 from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId
 from wheel.scheduler.batcher import Batcher
-from wheel.scheduler.breaker import Breakers
+from wheel.scheduler.breaker import Breakers, BreakerState
 from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.links import Link, Links
 from wheel.scheduler.ready import Ready, ReadyQueues
@@ -260,14 +260,17 @@ class Engine:
         return max(0.0, next_change - time.monotonic())
 
     def _unpark(self) -> None:
+        """Parked occurrences flow again when their breaker closes; one goes as its probe."""
         now = time.monotonic()
         for task_type in list(self.parked):
-            if self.parked[task_type] and self.breakers.allow(task_type, now):
-                items = self.parked.pop(task_type)
-                # The probe goes first; the rest wait for its verdict.
-                self.ready.push(items[0])
-                self.parked[task_type] = items[1:]
-                if not self.parked[task_type]:
+            items = self.parked[task_type]
+            if self.breakers.state(task_type) is BreakerState.CLOSED:
+                del self.parked[task_type]
+                for item in items:
+                    self.ready.push(item)
+            elif self.breakers.probe_due(task_type, now):
+                self.ready.push(items.pop(0))  # `allow` in the next round lets it through
+                if not items:
                     del self.parked[task_type]
 
     def _next_round(self) -> None:
