@@ -1,0 +1,54 @@
+"""Scheduler configuration validation and the due-notification format."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from wheel.errors import ConfigError
+from wheel.model.ids import PartitionId
+from wheel.scheduler.config import SchedulerConfig
+from wheel.scheduler.loader import parse_notification
+
+
+def config(**overrides: object) -> SchedulerConfig:
+    settings: dict[str, object] = {
+        "node_id": "n1",
+        "postgres_dsn": "postgresql://x",
+        "etcd_endpoint": "127.0.0.1:2379",
+    }
+    settings.update(overrides)
+    return SchedulerConfig(**settings)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"node_id": ""}, "node_id"),
+        ({"node_id": "a/b"}, "node_id"),
+        ({"lease_s": 0}, "lease_s"),
+        ({"window_s": 3600}, "window_s"),
+        ({"lease_s": 4, "heartbeat_interval_s": 3}, "heartbeat_interval_s"),
+        ({"lead_ms": -1}, "lead_ms"),
+        ({"horizon_s": 10}, "horizon_s"),
+    ],
+)
+def test_bad_settings_name_the_field(overrides: dict[str, object], field: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        config(**overrides)
+    assert raised.value.field == field
+
+
+def test_the_dsn_is_not_shown_in_repr() -> None:
+    assert "secret" not in repr(config(postgres_dsn="postgresql://u:secret@h/db"))
+
+
+def test_notification_payloads() -> None:
+    ms = 1_767_225_600_000
+    assert parse_notification(f"3:{ms},12:{ms + 5}") == {
+        PartitionId(3): datetime.fromtimestamp(ms / 1000, UTC),
+        PartitionId(12): datetime.fromtimestamp((ms + 5) / 1000, UTC),
+    }
+    assert parse_notification("*") is None
+    assert parse_notification("garbage") is None
