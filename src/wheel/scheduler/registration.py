@@ -10,12 +10,13 @@ it. Recurring jobs are left to the materialiser of their partition.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from wheel.errors import InvalidArgument
 from wheel.model.executions import NewOccurrence, Trigger
-from wheel.model.ids import ExecutionKey, JobId, TenantId, new_job_id, partition_of
+from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId, new_job_id, partition_of
 from wheel.model.jobs import Job, JobSpec
 from wheel.schedule import SchedulePlan, compile_schedule
 from wheel.store import Store
@@ -38,7 +39,38 @@ async def register_job(
 ) -> Registered:
     """Store a new job (and a one-off's occurrence); InvalidArgument if its schedule is bad."""
     job_id = job_id or new_job_id()
+    plan, partition, occurrences = _prepare(tenant_id, spec, job_id, partitions, clock())
+    job = await store.jobs.create(tenant_id, job_id, partition, spec, occurrences)
+    return Registered(job, plan)
+
+
+async def register_jobs(
+    store: Store,
+    tenant_id: TenantId,
+    specs: Sequence[JobSpec],
+    *,
+    partitions: int,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> list[Registered]:
+    """Store many new jobs at once (all or none); InvalidArgument names the first bad one."""
     now = clock()
+    prepared = []
+    for index, spec in enumerate(specs):
+        job_id = new_job_id()
+        try:
+            prepared.append((job_id, *_prepare(tenant_id, spec, job_id, partitions, now)))
+        except InvalidArgument as exc:
+            raise InvalidArgument(f"jobs[{index}].{exc.field}", exc.reason) from None
+    rows = [(job_id, partition, spec)
+            for (job_id, _, partition, _), spec in zip(prepared, specs, strict=True)]  # fmt: skip
+    occurrences = [o for *_, made in prepared for o in made]
+    jobs = await store.jobs.create_many(tenant_id, rows, occurrences)
+    return [Registered(job, plan) for job, (_, plan, _, _) in zip(jobs, prepared, strict=True)]
+
+
+def _prepare(
+    tenant_id: TenantId, spec: JobSpec, job_id: JobId, partitions: int, now: datetime
+) -> tuple[SchedulePlan, PartitionId, list[NewOccurrence]]:
     plan = compile_schedule(spec.schedule, job_id, now=now)
     partition = partition_of(job_id, partitions)
     occurrences = []
@@ -54,5 +86,4 @@ async def register_job(
                 trigger=Trigger.SCHEDULE,
             )
         )
-    job = await store.jobs.create(tenant_id, job_id, partition, spec, occurrences)
-    return Registered(job, plan)
+    return plan, partition, occurrences
