@@ -1,0 +1,267 @@
+"""NodeLink: the executor's stream to one scheduler node, reopened while the node is listed.
+
+One attempt: open `ExecutorStream.Connect`, send `Hello`, wait for `Welcome`
+(WELCOME_TIMEOUT_S), then the stream is up: a `Stream` is handed to the
+`StreamHandler`, which grants credit and routes work onto it; incoming
+messages become domain calls on the handler; a ticker asks the handler which
+executions to heartbeat every `heartbeat_interval_ms`. When the stream ends
+(EOF, an RPC error, a write failure) the handler hears `stream_down` before
+anything else happens, and the link reconnects after an exponential backoff
+with jitter (reset once a stream was welcomed). Cancelling the link closes
+its stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import grpc
+import grpc.aio
+
+from wheel._proto.wheel.v1 import executor_pb2 as pb
+from wheel._proto.wheel.v1 import executor_pb2_grpc as pb_grpc
+from wheel.executor.messages import (
+    Dispatch,
+    Report,
+    credit_to_proto,
+    dispatch_from_proto,
+    heartbeat_to_proto,
+    report_to_proto,
+)
+
+log = logging.getLogger(__name__)
+
+WELCOME_TIMEOUT_S = 10.0
+DEFAULT_HEARTBEAT_MS = 2000
+"""Used when a Welcome names no interval."""
+MIN_HEARTBEAT_MS = 10
+
+Call = grpc.aio.StreamStreamCall[pb.ExecutorMessage, pb.SchedulerMessage]
+
+_BROKEN = (grpc.aio.AioRpcError, grpc.aio.BaseError, asyncio.InvalidStateError)
+"""How a stream ends under us: RPC errors, and writes on a call that has already finished."""
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """What the executor announces in its Hello."""
+
+    executor_id: str
+    pools: tuple[str, ...]
+    task_types: tuple[str, ...]
+    capacity: int
+
+
+class Stream:
+    """One welcomed stream to one node: messages queued for it, and the credit it holds.
+
+    `send` never blocks: messages are written in order by the link's writer.
+    Once `alive` is False the stream takes nothing more.
+    """
+
+    def __init__(self, node_id: str, welcome_node_id: str, heartbeat_interval_s: float) -> None:
+        self.node_id = node_id
+        """The node's id in etcd (`nodes/<id>`)."""
+        self.welcome_node_id = welcome_node_id
+        self.heartbeat_interval_s = heartbeat_interval_s
+        self.alive = True
+        self.credit: dict[str, int] = {}
+        """Credit granted on this stream and not used by a dispatch yet, per pool."""
+        self._outgoing: asyncio.Queue[pb.ExecutorMessage | None] = asyncio.Queue()
+
+    def __repr__(self) -> str:
+        return f"Stream({self.node_id!r}, alive={self.alive})"
+
+    def send(self, message: pb.ExecutorMessage) -> bool:
+        if not self.alive:
+            return False
+        self._outgoing.put_nowait(message)
+        return True
+
+    def grant(self, pool: str, count: int) -> None:
+        if count > 0 and self.send(credit_to_proto(pool, count)):
+            self.credit[pool] = self.credit.get(pool, 0) + count
+
+    def take(self, pool: str) -> bool:
+        """Use one credit of `pool` for a dispatch; False when the node sent one without credit."""
+        left = self.credit.get(pool, 0)
+        if left <= 0:
+            return False
+        self.credit[pool] = left - 1
+        return True
+
+    def send_report(self, report: Report) -> bool:
+        return self.send(report_to_proto(report))
+
+    def send_heartbeat(self, execution_id: str, fence: int) -> bool:
+        return self.send(heartbeat_to_proto(execution_id, fence))
+
+    def close(self) -> None:
+        if self.alive:
+            self.alive = False
+            self._outgoing.put_nowait(None)
+
+    async def next_outgoing(self) -> pb.ExecutorMessage | None:
+        return await self._outgoing.get()
+
+
+class StreamHandler(Protocol):
+    """What a link reports to; every call is made on the event loop."""
+
+    def stream_up(self, stream: Stream) -> None: ...
+    def stream_down(self, stream: Stream) -> None: ...
+    def on_dispatch(self, stream: Stream, dispatch: Dispatch) -> None: ...
+    def on_malformed_dispatch(self, stream: Stream, message: pb.Dispatch, problem: str) -> None: ...
+    def on_cancel(self, execution_id: str, fence: int, reason: str) -> None: ...
+    def on_stale_fence(self, execution_id: str, fence: int, current_fence: int) -> None: ...
+    def on_accepted(self, execution_id: str, fence: int) -> None: ...
+    def heartbeats_for(self, stream: Stream) -> list[tuple[str, int]]: ...
+
+
+class NodeLink:
+    def __init__(
+        self,
+        node_id: str,
+        address: str,
+        identity: Identity,
+        handler: StreamHandler,
+        *,
+        backoff_min_s: float,
+        backoff_max_s: float,
+        jitter: Callable[[], float] = lambda: random.uniform(0.5, 1.0),
+    ) -> None:
+        self.node_id = node_id
+        self.address = address
+        self._identity = identity
+        self._handler = handler
+        self._backoff_min_s = backoff_min_s
+        self._backoff_max_s = backoff_max_s
+        self._jitter = jitter
+        self.stream: Stream | None = None
+        """The current stream, while one is up."""
+        self.welcomes = 0
+        """Streams opened so far (for operators and tests)."""
+
+    async def run(self) -> None:
+        """Keep a stream open to the node until cancelled."""
+        delay_s = self._backoff_min_s
+        while True:
+            welcomed = await self._attempt()
+            if welcomed:
+                delay_s = self._backoff_min_s
+            pause_s = delay_s * self._jitter()
+            log.info(
+                "link.reconnect",
+                extra={"node": self.node_id, "address": self.address, "after_s": round(pause_s, 3)},
+            )
+            await asyncio.sleep(pause_s)  # backoff: the node is listed but not answering
+            delay_s = min(delay_s * 2, self._backoff_max_s)
+
+    async def _attempt(self) -> bool:
+        """One stream, from Hello to its end; True if it was welcomed."""
+        welcomed = False
+        channel = grpc.aio.insecure_channel(self.address)
+        call: Call | None = None
+        try:
+            call = pb_grpc.ExecutorStreamStub(channel).Connect()
+            identity = self._identity
+            hello = pb.Hello(
+                executor_id=identity.executor_id,
+                pools=identity.pools,
+                task_types=identity.task_types,
+                capacity=identity.capacity,
+            )
+            await call.write(pb.ExecutorMessage(hello=hello))
+            first = await asyncio.wait_for(call.read(), WELCOME_TIMEOUT_S)
+            if not isinstance(first, pb.SchedulerMessage) or first.WhichOneof("body") != "welcome":
+                log.warning("link.no_welcome", extra={"node": self.node_id, "got": str(first)})
+                return False
+            welcomed = True
+            self.welcomes += 1
+            interval_ms = max(
+                first.welcome.heartbeat_interval_ms or DEFAULT_HEARTBEAT_MS, MIN_HEARTBEAT_MS
+            )
+            stream = Stream(self.node_id, first.welcome.node_id, interval_ms / 1000)
+            log.info(
+                "link.up",
+                extra={"node": self.node_id, "address": self.address, "heartbeat_ms": interval_ms},
+            )
+            await self._serve(call, stream)
+            log.info("link.ended", extra={"node": self.node_id})
+        except (*_BROKEN, TimeoutError) as exc:
+            log.info(
+                "link.broken",
+                extra={"node": self.node_id, "address": self.address, "error": _describe(exc)},
+            )
+        finally:
+            if call is not None:
+                call.cancel()
+            await channel.close()
+        return welcomed
+
+    async def _serve(self, call: Call, stream: Stream) -> None:
+        self.stream = stream
+        self._handler.stream_up(stream)
+        reader = asyncio.create_task(self._read(call, stream), name=f"read {self.node_id}")
+        writer = asyncio.create_task(self._write(call, stream), name=f"write {self.node_id}")
+        ticker = asyncio.create_task(self._heartbeat(stream), name=f"heartbeat {self.node_id}")
+        try:
+            done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()  # raises how the stream broke
+        finally:
+            stream.close()
+            self.stream = None
+            self._handler.stream_down(stream)  # routing moves elsewhere before anything awaits
+            for task in (reader, writer, ticker):
+                task.cancel()
+            await asyncio.wait({reader, writer, ticker})
+
+    async def _read(self, call: Call, stream: Stream) -> None:
+        while True:
+            message = await call.read()
+            if not isinstance(message, pb.SchedulerMessage):
+                return  # EOF: the node ended the stream
+            self._deliver(stream, message)
+
+    async def _write(self, call: Call, stream: Stream) -> None:
+        while (message := await stream.next_outgoing()) is not None:
+            await call.write(message)
+
+    async def _heartbeat(self, stream: Stream) -> None:
+        while stream.alive:
+            await asyncio.sleep(stream.heartbeat_interval_s)
+            for execution_id, fence in self._handler.heartbeats_for(stream):
+                stream.send_heartbeat(execution_id, fence)
+
+    def _deliver(self, stream: Stream, message: pb.SchedulerMessage) -> None:
+        handler = self._handler
+        kind = message.WhichOneof("body")
+        if kind == "dispatch":
+            try:
+                dispatch = dispatch_from_proto(message.dispatch)
+            except ValueError as exc:
+                handler.on_malformed_dispatch(stream, message.dispatch, str(exc))
+            else:
+                handler.on_dispatch(stream, dispatch)
+        elif kind == "cancel":
+            cancel = message.cancel
+            handler.on_cancel(cancel.execution_id, cancel.fence, cancel.reason)
+        elif kind == "stale_fence":
+            stale = message.stale_fence
+            handler.on_stale_fence(stale.execution_id, stale.fence, stale.current_fence)
+        elif kind == "accepted":
+            handler.on_accepted(message.accepted.execution_id, message.accepted.fence)
+        else:
+            log.warning("link.unexpected_message", extra={"node": self.node_id, "kind": kind})
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, grpc.aio.AioRpcError):
+        return f"{exc.code().name}: {exc.details()}"
+    return f"{type(exc).__name__}: {exc}"
