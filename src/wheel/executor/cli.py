@@ -1,0 +1,108 @@
+"""`wheel executor`: parse, build the configuration, run — nothing else.
+
+The main CLI adds it with `cli.add_command(executor)`; it also runs alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import sys
+
+import click
+
+from wheel import eventloop, logs
+from wheel.errors import WheelError
+
+
+def _default_executor_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def _pools(values: tuple[str, ...]) -> dict[str, int]:
+    pools: dict[str, int] = {}
+    for value in values:
+        name, sep, concurrency = value.partition("=")
+        if not sep or not name or not concurrency.strip().isdigit():
+            raise click.BadParameter(f"{value!r} is not NAME=CONCURRENCY", param_hint="--pool")
+        if name in pools:
+            raise click.BadParameter(f"pool {name!r} is given twice", param_hint="--pool")
+        pools[name] = int(concurrency)
+    return pools or {"default": 64}
+
+
+@click.command()
+@click.option(
+    "--executor-id",
+    envvar="WHEEL_EXECUTOR_ID",
+    default=_default_executor_id,
+    show_default="hostname-pid",
+    help="This executor's name in the cluster (env WHEEL_EXECUTOR_ID).",
+)
+@click.option(
+    "--cluster",
+    envvar="WHEEL_CLUSTER",
+    default="default",
+    show_default=True,
+    help="Cluster name: keys live under /wheel/<cluster>/ (env WHEEL_CLUSTER).",
+)
+@click.option(
+    "--etcd",
+    "endpoint",
+    envvar="WHEEL_ETCD_ENDPOINT",
+    required=True,
+    help="etcd client URL, e.g. http://127.0.0.1:2379 (env WHEEL_ETCD_ENDPOINT).",
+)
+@click.option(
+    "--tasks",
+    "modules",
+    multiple=True,
+    envvar="WHEEL_TASKS",
+    metavar="MODULE",
+    help="A module defining tasks with @wheel.task; repeat for more (env WHEEL_TASKS, spaced).",
+)
+@click.option(
+    "--pool",
+    "pools",
+    multiple=True,
+    metavar="NAME=CONCURRENCY",
+    help="A pool served and how many of its executions run at once; repeatable. "
+    "Default: default=64.",
+)
+@click.option(
+    "--drain-timeout",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="Seconds running handlers may go on after SIGTERM before they are cancelled.",
+)
+def executor(
+    executor_id: str,
+    cluster: str,
+    endpoint: str,
+    modules: tuple[str, ...],
+    pools: tuple[str, ...],
+    drain_timeout: float,
+) -> None:
+    """Run task handlers for the scheduler nodes; SIGTERM drains and exits."""
+    from wheel.executor.config import ExecutorConfig
+    from wheel.executor.executor import run_executor
+
+    logs.configure(logging.INFO)  # the main group did too; alone, this command does it
+    if os.getcwd() not in sys.path:
+        sys.path.insert(
+            0, os.getcwd()
+        )  # --tasks names modules of the project run from, as uvicorn does
+    try:
+        config = ExecutorConfig(
+            executor_id=executor_id,
+            cluster=cluster,
+            etcd_endpoint=endpoint,
+            task_modules=modules,
+            pools=_pools(pools),
+            drain_timeout_s=drain_timeout,
+        )
+        eventloop.run(run_executor(config))
+    except WheelError as exc:
+        raise click.ClickException(str(exc)) from exc

@@ -1,0 +1,183 @@
+"""Executor: the whole `wheel executor` process — register, discover nodes, run, drain.
+
+    async with Executor(config, registry):   # start() ... stop()
+        ...
+
+`start()` connects to etcd, registers the executor under a session, mirrors
+the cluster and keeps a stream open to every listed node. `stop()` drains:
+no more credit; waiting dispatches are answered NOT_STARTED; running handlers
+get `drain_timeout_s`, then are cancelled and reported FAILED "executor
+shutting down"; buffered results get `flush_timeout_s` to be acknowledged;
+then the streams close and the session is revoked. `run_executor` is the
+same, stopped by SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from types import TracebackType
+
+from wheel.coordinator.etcd import Etcd
+from wheel.coordinator.layout import Layout
+from wheel.coordinator.registry import ExecutorInfo
+from wheel.errors import ConfigError
+from wheel.executor.config import ExecutorConfig
+from wheel.executor.connection import Identity, NodeLink
+from wheel.executor.discovery import ClusterView, Discovery
+from wheel.executor.executions import Executions
+from wheel.executor.outbox import Outbox
+from wheel.executor.registration import Registration
+from wheel.executor.routing import Router
+from wheel.executor.tasks import TaskRegistry, default_registry, load_modules
+from wheel.executor.threads import HandlerThreads
+
+log = logging.getLogger(__name__)
+
+
+class Executor:
+    def __init__(self, config: ExecutorConfig, registry: TaskRegistry | None = None) -> None:
+        self.config = config
+        self.registry = default_registry if registry is None else registry
+        self.layout = Layout(config.cluster)
+        self.identity = Identity(
+            executor_id=config.executor_id,
+            pools=tuple(sorted(config.pools)),
+            task_types=tuple(self.registry.names()),
+            capacity=config.capacity,
+        )
+        self._threads = HandlerThreads(config.threads)
+        self._etcd: Etcd | None = None
+        self._view: ClusterView | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping: asyncio.Task[None] | None = None
+        self.router: Router | None = None
+        self.outbox: Outbox | None = None
+        self.executions: Executions | None = None
+        self.registration: Registration | None = None
+        self.discovery: Discovery | None = None
+
+    async def __aenter__(self) -> Executor:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        config = self.config
+        context = {"executor": config.executor_id, "cluster": config.cluster}
+        for task in self.registry:
+            if task.pool not in config.pools:
+                log.warning(
+                    "executor.task_pool_not_served",
+                    extra={**context, "task": task.name, "pool": task.pool},
+                )
+        self._etcd = await Etcd.connect(config.etcd_endpoint)
+        self._view = ClusterView(self._etcd, self.layout)
+        try:
+            await self._view.start()
+        except BaseException:
+            await self._view.stop()
+            await self._close_etcd()
+            raise
+        self.router = Router(owner_of=self._view.owner_of)
+        self.outbox = Outbox(self.router)
+        self.executions = Executions(
+            self.registry, config.pools, threads=self._threads, router=self.router,
+            outbox=self.outbox,
+        )  # fmt: skip
+        info = ExecutorInfo(
+            executor_id=config.executor_id,
+            address="",  # executors serve nothing: nodes never dial them
+            pools=self.identity.pools,
+            task_types=self.identity.task_types,
+            capacity=config.capacity,
+        )
+        self.registration = Registration(self._etcd, self.layout, info, ttl_s=config.session_ttl_s)
+        self.discovery = Discovery(self._view, self._link)
+        self._tasks = [
+            asyncio.create_task(self.registration.run(), name="executor registration"),
+            asyncio.create_task(self.outbox.run(), name="executor outbox"),
+            asyncio.create_task(self.discovery.run(), name="executor discovery"),
+        ]
+        log.info("executor.started", extra={**context, "pools": dict(config.pools),
+                                            "tasks": list(self.identity.task_types)})  # fmt: skip
+
+    def _link(self, node_id: str, address: str) -> NodeLink:
+        assert self.executions is not None
+        return NodeLink(
+            node_id, address, self.identity, self.executions,
+            backoff_min_s=self.config.reconnect_min_s, backoff_max_s=self.config.reconnect_max_s,
+        )  # fmt: skip
+
+    async def stop(self) -> None:
+        """Drain and leave the cluster; safe to call more than once, and concurrently."""
+        if self._stopping is None:
+            self._stopping = asyncio.create_task(self._stop(), name="executor stop")
+        await asyncio.shield(self._stopping)
+
+    async def _stop(self) -> None:
+        config = self.config
+        context = {"executor": config.executor_id}
+        if self.executions is not None and self.outbox is not None:
+            log.info("executor.draining", extra={**context, "held": len(self.executions)})
+            await self.executions.drain(config.drain_timeout_s)
+            try:
+                await asyncio.wait_for(self.outbox.flushed(), config.flush_timeout_s)
+            except TimeoutError:
+                log.warning("executor.results_unacknowledged",
+                            extra={**context, "results": len(self.outbox)})  # fmt: skip
+        for task in reversed(self._tasks):  # discovery (streams) first, registration last
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._view is not None:
+            await self._view.stop()
+        await self._close_etcd()
+        self._threads.shutdown()
+        log.info("executor.stopped", extra=context)
+
+    async def _close_etcd(self) -> None:
+        if self._etcd is not None:
+            await self._etcd.close()
+            self._etcd = None
+
+
+async def run_executor(config: ExecutorConfig, registry: TaskRegistry | None = None) -> None:
+    """Import the task modules, run the executor, and drain on SIGTERM or SIGINT."""
+    registry = default_registry if registry is None else registry
+    load_modules(config.task_modules)
+    if not len(registry):
+        raise ConfigError(
+            "task_modules", "no task is registered: name the modules that define them (--tasks)"
+        )
+    loop = asyncio.get_running_loop()
+    received = asyncio.Event()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    for sig in signals:
+        loop.add_signal_handler(sig, received.set)
+    executor = Executor(config, registry)
+    starting = asyncio.create_task(executor.start(), name="executor start")
+    signalled = asyncio.create_task(received.wait(), name="executor signal")
+    try:
+        # A signal during start (etcd unreachable: the first listing waits for it) stops too.
+        await asyncio.wait({starting, signalled}, return_when=asyncio.FIRST_COMPLETED)
+        if starting.done():
+            starting.result()
+            await signalled
+        log.info("executor.signal", extra={"executor": config.executor_id})
+    finally:
+        for task in (starting, signalled):
+            task.cancel()
+        await asyncio.wait({starting, signalled})
+        await executor.stop()
+        for sig in signals:
+            loop.remove_signal_handler(sig)
