@@ -187,7 +187,7 @@ async def test_a_stale_execution_is_cancelled_and_reports_nothing(threads: Handl
 
     running = execution(handler, threads)
     result = asyncio.create_task(running.run())
-    await started.wait()
+    await asyncio.wait_for(started.wait(), 10)
     running.stop(Stop("stale"))
     assert await result is None
     assert cancelled.is_set()
