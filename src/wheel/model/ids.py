@@ -10,8 +10,9 @@ readable, and it tells the store which time partition holds the row.
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import NewType
 
@@ -20,7 +21,7 @@ JobId = NewType("JobId", uuid.UUID)
 PartitionId = NewType("PartitionId", int)
 ExecutionId = NewType("ExecutionId", str)
 
-_INSTANT_FORMAT = "%Y%m%dT%H%M%S.%fZ"
+_INSTANT = re.compile(r"\d{8}T\d{6}\.\d{6}Z")
 
 
 def new_job_id() -> JobId:
@@ -47,16 +48,33 @@ class ExecutionKey:
 
     job_id: JobId
     scheduled_for: datetime
+    # Keys live in dicts by the hundred thousand on the hot path: hash and id are
+    # computed once (a datetime's hash and strftime are not cheap).
+    _hash: int = field(init=False, repr=False, compare=False)
+    _id: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.scheduled_for.tzinfo is None:
             raise ValueError("scheduled_for must be timezone-aware")
         if self.scheduled_for.tzinfo is not UTC:
             object.__setattr__(self, "scheduled_for", self.scheduled_for.astimezone(UTC))
+        object.__setattr__(self, "_hash", hash((self.job_id, self.scheduled_for)))
+        object.__setattr__(self, "_id", "")
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def id(self) -> ExecutionId:
-        return ExecutionId(f"{self.job_id}@{self.scheduled_for.strftime(_INSTANT_FORMAT)}")
+        if not self._id:
+            at = self.scheduled_for
+            object.__setattr__(
+                self,
+                "_id",
+                f"{self.job_id}@{at.year:04d}{at.month:02d}{at.day:02d}T{at.hour:02d}"
+                f"{at.minute:02d}{at.second:02d}.{at.microsecond:06d}Z",
+            )
+        return ExecutionId(self._id)
 
     @classmethod
     def parse(cls, execution_id: str) -> ExecutionKey:
@@ -68,11 +86,17 @@ class ExecutionKey:
             job_id = JobId(uuid.UUID(job_part))
         except ValueError:
             raise ValueError(f"job id {job_part!r} is not a UUID") from None
+        if not _INSTANT.fullmatch(instant_part):
+            raise ValueError(f"instant {instant_part!r} is not YYYYMMDDTHHMMSS.ffffffZ")
+        p = instant_part
         try:
-            instant = datetime.strptime(instant_part, _INSTANT_FORMAT).replace(tzinfo=UTC)
+            instant = datetime(int(p[0:4]), int(p[4:6]), int(p[6:8]), int(p[9:11]),
+                               int(p[11:13]), int(p[13:15]), int(p[16:22]), tzinfo=UTC)  # fmt: skip
         except ValueError:
-            raise ValueError(f"instant {instant_part!r} is not YYYYMMDDTHHMMSS.ffffffZ") from None
-        return cls(job_id, instant)
+            raise ValueError(f"instant {instant_part!r} is not a real instant") from None
+        key = cls(job_id, instant)
+        object.__setattr__(key, "_id", execution_id)
+        return key
 
     def __str__(self) -> str:
         return self.id

@@ -34,8 +34,11 @@ class SchedulerConfig:
     """The safety net: overdue pending occurrences not in the wheel are picked up this often."""
     materialise_interval_s: float = 5.0
     horizon_s: float = 3600.0
-    lead_ms: int = 200
+    lead_ms: int = 250
     """Claim and dispatch this long before the instant; the executor starts at the instant."""
+    claim_slice_ms: int = 50
+    """Occurrences are handed to claims in slices this long (bigger, fewer claim statements);
+    must be well under `lead_ms` so a slice is claimed and dispatched before its instants."""
     lease_s: float = 30.0
     heartbeat_interval_s: float = 5.0
     claim_batch: int = 1000
@@ -79,6 +82,10 @@ class SchedulerConfig:
                 raise ConfigError(name, f"must be > 0, got {value}")
         if self.lead_ms < 0:
             raise ConfigError("lead_ms", f"must be >= 0, got {self.lead_ms}")
+        if self.claim_slice_ms < 1:
+            raise ConfigError("claim_slice_ms", f"must be >= 1, got {self.claim_slice_ms}")
+        if self.claim_slice_ms > self.lead_ms > 0:
+            raise ConfigError("claim_slice_ms", "must not exceed lead_ms")
         if self.window_s > 900:
             # The insert trigger notifies owners of occurrences due within 15 minutes.
             raise ConfigError("window_s", "must be at most 900 (15 minutes)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -39,6 +40,7 @@ log = logging.getLogger(__name__)
 _PARTITION_DAYS_AHEAD = 2
 _MAINTAIN_INTERVAL_S = 600.0
 _LOOP_RETRY_MAX_S = 5.0
+_STATS_INTERVAL_S = 10.0
 
 
 class SchedulerNode:
@@ -97,6 +99,7 @@ class SchedulerNode:
             self._every("materialiser", config.materialise_interval_s, self._materialise),
             self._every("retention", _MAINTAIN_INTERVAL_S, self._maintain),
             self._every("clock", config.clock_check_interval_s, self._check_clock),
+            self._every("stats", _STATS_INTERVAL_S, self._log_stats),
             asyncio.create_task(self._membership_while_fit(), name="membership"),
         ]
         log.info("node.started", extra={"node": self.node_id, "address": self.address})
@@ -262,6 +265,23 @@ class SchedulerNode:
             retention_days=self.config.retention_days,
         )
         log.info("node.retention", extra={"report": repr(report)})
+
+    async def _log_stats(self) -> None:
+        engine = self.engine
+        assert engine is not None
+        log.info(
+            "node.stats",
+            extra={
+                "node": self.node_id,
+                **dataclasses.asdict(engine.stats),
+                "owned": len(engine.owned),
+                "wheel": len(engine.driver),
+                "ready": len(engine.ready),
+                "in_flight": len(engine.in_flight),
+                "links": len(engine.links),
+                "clock_offset_ms": self.clock_offset_ms,
+            },
+        )
 
     async def _check_clock(self) -> None:
         assert self._store is not None

@@ -85,6 +85,10 @@ class ExecutorStreamService(pb_grpc.ExecutorStreamServicer):
                     engine.links.grant(link, message.credit.pool, message.credit.count)
                 elif body == "result":
                     engine.result_from(link, message.result)
+                elif body == "results":
+                    engine.results_from(link, message.results)
+                elif body == "heartbeats":
+                    engine.heartbeats_from(link, message.heartbeats)
                 elif body == "heartbeat":
                     engine.heartbeat_from(link, message.heartbeat)
         except (grpc.aio.AioRpcError, asyncio.InvalidStateError) as exc:

@@ -92,15 +92,24 @@ class ScriptedExecutor:
         with contextlib.suppress(grpc.aio.AioRpcError, asyncio.CancelledError):
             async for message in call:
                 body = message.WhichOneof("body")
+                dispatches = []
                 if body == "dispatch":
-                    task = asyncio.create_task(self._run(message.dispatch))
-                    self._running.add(task)
-                    task.add_done_callback(self._running.discard)
+                    dispatches = [message.dispatch]
+                elif body == "dispatches":
+                    dispatches = list(message.dispatches.dispatches)
                 elif body == "accepted":
                     self.accepted.append((message.accepted.execution_id, message.accepted.fence))
                 elif body == "stale_fence":
                     stale = message.stale_fence
                     self.stale.append((stale.execution_id, stale.fence))
+                elif body == "acknowledgements":
+                    acks = message.acknowledgements
+                    self.accepted.extend((a.execution_id, a.fence) for a in acks.accepted)
+                    self.stale.extend((s.execution_id, s.fence) for s in acks.stale)
+                for dispatch in dispatches:
+                    task = asyncio.create_task(self._run(dispatch))
+                    self._running.add(task)
+                    task.add_done_callback(self._running.discard)
                 self.changed.set()
 
     async def _run(self, dispatch: pb.Dispatch) -> None:

@@ -12,30 +12,64 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ExecutorMessage(_message.Message):
-    __slots__ = ("hello", "credit", "heartbeat", "result")
+    __slots__ = ("hello", "credit", "heartbeat", "result", "results", "heartbeats")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     CREDIT_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEATS_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     credit: Credit
     heartbeat: Heartbeat
     result: Result
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., result: _Optional[_Union[Result, _Mapping]] = ...) -> None: ...
+    results: Results
+    heartbeats: Heartbeats
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., result: _Optional[_Union[Result, _Mapping]] = ..., results: _Optional[_Union[Results, _Mapping]] = ..., heartbeats: _Optional[_Union[Heartbeats, _Mapping]] = ...) -> None: ...
 
 class SchedulerMessage(_message.Message):
-    __slots__ = ("welcome", "dispatch", "cancel", "stale_fence", "accepted")
+    __slots__ = ("welcome", "dispatch", "cancel", "stale_fence", "accepted", "dispatches", "acknowledgements")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     DISPATCH_FIELD_NUMBER: _ClassVar[int]
     CANCEL_FIELD_NUMBER: _ClassVar[int]
     STALE_FENCE_FIELD_NUMBER: _ClassVar[int]
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    DISPATCHES_FIELD_NUMBER: _ClassVar[int]
+    ACKNOWLEDGEMENTS_FIELD_NUMBER: _ClassVar[int]
     welcome: Welcome
     dispatch: Dispatch
     cancel: CancelExecution
     stale_fence: StaleFence
     accepted: ResultAccepted
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., dispatch: _Optional[_Union[Dispatch, _Mapping]] = ..., cancel: _Optional[_Union[CancelExecution, _Mapping]] = ..., stale_fence: _Optional[_Union[StaleFence, _Mapping]] = ..., accepted: _Optional[_Union[ResultAccepted, _Mapping]] = ...) -> None: ...
+    dispatches: Dispatches
+    acknowledgements: Acknowledgements
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., dispatch: _Optional[_Union[Dispatch, _Mapping]] = ..., cancel: _Optional[_Union[CancelExecution, _Mapping]] = ..., stale_fence: _Optional[_Union[StaleFence, _Mapping]] = ..., accepted: _Optional[_Union[ResultAccepted, _Mapping]] = ..., dispatches: _Optional[_Union[Dispatches, _Mapping]] = ..., acknowledgements: _Optional[_Union[Acknowledgements, _Mapping]] = ...) -> None: ...
+
+class Dispatches(_message.Message):
+    __slots__ = ("dispatches",)
+    DISPATCHES_FIELD_NUMBER: _ClassVar[int]
+    dispatches: _containers.RepeatedCompositeFieldContainer[Dispatch]
+    def __init__(self, dispatches: _Optional[_Iterable[_Union[Dispatch, _Mapping]]] = ...) -> None: ...
+
+class Results(_message.Message):
+    __slots__ = ("results",)
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    results: _containers.RepeatedCompositeFieldContainer[Result]
+    def __init__(self, results: _Optional[_Iterable[_Union[Result, _Mapping]]] = ...) -> None: ...
+
+class Heartbeats(_message.Message):
+    __slots__ = ("heartbeats",)
+    HEARTBEATS_FIELD_NUMBER: _ClassVar[int]
+    heartbeats: _containers.RepeatedCompositeFieldContainer[Heartbeat]
+    def __init__(self, heartbeats: _Optional[_Iterable[_Union[Heartbeat, _Mapping]]] = ...) -> None: ...
+
+class Acknowledgements(_message.Message):
+    __slots__ = ("accepted", "stale")
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    STALE_FIELD_NUMBER: _ClassVar[int]
+    accepted: _containers.RepeatedCompositeFieldContainer[ResultAccepted]
+    stale: _containers.RepeatedCompositeFieldContainer[StaleFence]
+    def __init__(self, accepted: _Optional[_Iterable[_Union[ResultAccepted, _Mapping]]] = ..., stale: _Optional[_Iterable[_Union[StaleFence, _Mapping]]] = ...) -> None: ...
 
 class Hello(_message.Message):
     __slots__ = ("executor_id", "pools", "task_types", "capacity")
