@@ -14,6 +14,7 @@ from rich.table import Table
 
 from wheel import devcluster, eventloop, logs
 from wheel.errors import WheelError
+from wheel.executor.cli import executor
 from wheel.scheduler.cli import scheduler
 from wheel.store.migrate import migrate as migrate_schema
 
@@ -122,6 +123,7 @@ def shards(endpoint: str, cluster: str, output: str) -> None:
 
 
 cli.add_command(scheduler)
+cli.add_command(executor)
 
 
 def main() -> None:

@@ -210,7 +210,7 @@ class Executions:
             del self._held[key]
         if report is not None:
             self._outbox.add(report, held.origin)
-            log.info(
+            log.debug(
                 "executions.finished",
                 extra={"execution": key[0], "fence": key[1], "outcome": report.outcome.name},
             )

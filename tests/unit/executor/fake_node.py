@@ -117,12 +117,23 @@ class FakeStream:
         return self.results(execution_id)[0]
 
     async def _read(self, messages: AsyncIterator[pb.ExecutorMessage]) -> None:
-        async for message in messages:
-            self.received.append(message)
-            if self.node.auto_ack and message.WhichOneof("body") == "result":
-                self.accept(message.result.execution_id, message.result.fence)
+        async for batched in messages:
+            for message in _unbatched(batched):
+                self.received.append(message)
+                if self.node.auto_ack and message.WhichOneof("body") == "result":
+                    self.accept(message.result.execution_id, message.result.fence)
             async with self._changed:
                 self._changed.notify_all()
+
+
+def _unbatched(message: pb.ExecutorMessage) -> list[pb.ExecutorMessage]:
+    """Batched results and heartbeats as the single messages they carry (tests look at those)."""
+    kind = message.WhichOneof("body")
+    if kind == "results":
+        return [pb.ExecutorMessage(result=r) for r in message.results.results]
+    if kind == "heartbeats":
+        return [pb.ExecutorMessage(heartbeat=h) for h in message.heartbeats.heartbeats]
+    return [message]
 
 
 class FakeNode(pb_grpc.ExecutorStreamServicer):

@@ -249,3 +249,18 @@ async def test_drain_timeout_cancels_running_handlers(cluster: Cluster, gate: Ga
     result = await stream.result(running.execution_id)
     assert (result.outcome, result.error) == (FAILED, "executor shutting down")
     assert gate.cancelled == {running.execution_id}
+
+
+def test_queued_messages_are_coalesced_results_before_credit() -> None:
+    from wheel.executor.connection import _coalesce
+
+    result = pb.ExecutorMessage(result=pb.Result(execution_id="a", fence=1))
+    second = pb.ExecutorMessage(result=pb.Result(execution_id="b", fence=2))
+    credit = pb.ExecutorMessage(credit=pb.Credit(pool="default", count=1))
+    beat = pb.ExecutorMessage(heartbeat=pb.Heartbeat(execution_id="c", fence=3))
+    hello = pb.ExecutorMessage(hello=pb.Hello(executor_id="x"))
+    out = _coalesce(result, [credit, second, credit, beat, hello, None, credit])
+    kinds = [m.WhichOneof("body") for m in out]
+    assert kinds == ["hello", "results", "heartbeats", "credit"]
+    assert [r.execution_id for r in out[1].results.results] == ["a", "b"]
+    assert out[3].credit.count == 2, "credits summed; the one after the close is not sent"

@@ -1,0 +1,182 @@
+"""End to end on one machine: scheduler nodes and executors as processes, durable Postgres.
+
+    .venv/bin/python benchmarks/cluster_bench.py [--nodes 2] [--executors 2]
+        [--concurrency 256] [--rates 1000,5000] [--seconds 60] [--spike 50000]
+
+Starts etcd and Postgres (fsync on), `wheel scheduler` nodes and `wheel
+executor`s running a no-op task, then for each scenario registers one-off
+jobs up front and waits until every occurrence is final:
+
+- steady: `rate` occurrences a second, evenly spaced, for `seconds`;
+- spike: `spike` occurrences due at the same instant.
+
+Lateness is the executor's handler start minus the scheduled instant, read
+back from Postgres; lost = occurrences not succeeded in the end; duplicates
+= handler runs beyond the first of an occurrence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import psycopg
+
+from tests.e2e.cluster import Cluster
+from wheel import eventloop
+from wheel.local import LocalServices
+from wheel.model.jobs import JobSpec, Schedule, ScheduleKind
+from wheel.scheduler.registration import register_jobs
+from wheel.store import Store, migrate
+
+PARTITIONS = 64
+CHUNK = 5000
+NODE_OPTIONS = {
+    "partitions": PARTITIONS,
+    "lease_s": 30,
+    "heartbeat_interval_s": 10,
+    "session_ttl_s": 10,
+    "window_s": 300,
+    "horizon_s": 3600,
+    "catch_up_interval_s": 5,
+    "materialise_interval_s": 5,
+    "reap_interval_s": 1,
+    "load_interval_s": 1,
+    "pool_size": 8,
+    "tenant_in_flight_cap": 100_000,
+    "catch_up_rate_per_s": 100_000,
+}
+
+
+async def register(store: Store, instants: list[datetime]) -> float:
+    """Register one-off no-op jobs at these instants; returns the seconds it took."""
+    tenant = (await store.tenants.create(f"bench-{uuid.uuid4().hex[:8]}")).id
+    began = time.perf_counter()
+    for first in range(0, len(instants), CHUNK):
+        specs = [
+            JobSpec("bench", "noop", Schedule(ScheduleKind.AT, at=instant))
+            for instant in instants[first : first + CHUNK]
+        ]
+        await register_jobs(store, tenant, specs, partitions=PARTITIONS)
+    return time.perf_counter() - began
+
+
+def results(dsn: str, since: datetime) -> dict[str, float]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            """
+            SELECT count(*) FILTER (WHERE e.status = 'succeeded'),
+                   count(*) FILTER (WHERE e.status <> 'succeeded'),
+                   percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM e.started_at - e.scheduled_for)),
+                   percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM e.started_at - e.scheduled_for)),
+                   max(extract(epoch FROM e.started_at - e.scheduled_for)),
+                   extract(epoch FROM max(e.started_at) - min(e.scheduled_for))
+            FROM executions e WHERE e.scheduled_for >= %s
+            """,  # noqa: E501
+            (since,),
+        ).fetchone()
+        runs = conn.execute(
+            "SELECT count(*) - count(DISTINCT (job_id, scheduled_for)) FROM attempts"
+            " WHERE scheduled_for >= %s AND outcome <> 'not_started'",
+            (since,),
+        ).fetchone()
+    assert row is not None and runs is not None
+    succeeded, other, p50, p99, worst, span = row
+    return {
+        "succeeded": succeeded, "lost": other, "duplicates": runs[0],
+        "p50_ms": (p50 or 0) * 1000, "p99_ms": (p99 or 0) * 1000, "max_ms": (worst or 0) * 1000,
+        "span_s": span or 0.0,
+    }  # fmt: skip
+
+
+def pending(dsn: str, since: datetime) -> int:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM executions WHERE scheduled_for >= %s"
+            " AND status NOT IN ('succeeded', 'dead', 'skipped', 'needs_review', 'cancelled')",
+            (since,),
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def scenario(
+    store: Store, dsn: str, name: str, offsets_s: list[float], margin_s: float
+) -> dict[str, float | str]:
+    start = datetime.now(UTC) + timedelta(seconds=margin_s)
+    instants = [start + timedelta(seconds=o) for o in offsets_s]
+    took = await register(store, instants)
+    if datetime.now(UTC) > start:
+        raise SystemExit(f"{name}: registering took {took:.1f} s, past the start; raise the margin")
+    deadline = instants[-1] + timedelta(seconds=120)
+    while pending(dsn, start) and datetime.now(UTC) < deadline:
+        await asyncio.sleep(1)
+    figures = results(dsn, start)
+    rate = figures["succeeded"] / figures["span_s"] if figures["span_s"] else 0.0
+    return {"scenario": name, "rate_per_s": rate, **figures}
+
+
+async def main(args: argparse.Namespace) -> None:
+    root = Path(tempfile.mkdtemp(prefix="wheel-cluster-bench-"))
+    root.chmod(0o755)
+    services = LocalServices.start(root, durable=True)
+    cluster: Cluster | None = None
+    try:
+        dsn = services.postgres.dsn()
+        await migrate(dsn)
+        cluster = Cluster(dsn, services.etcd.port, "bench", logs=root / "logs")
+        (root / "logs").mkdir()
+        for n in range(args.nodes):
+            cluster.start_node(f"node-{n}", **NODE_OPTIONS)
+        for n in range(args.executors):
+            cluster.start_executor(f"executor-{n}", concurrency=args.concurrency)
+        await cluster.ready(within=120, partitions=PARTITIONS)
+        store = await Store.open(dsn, max_size=4)
+        rows: list[dict[str, float | str]] = []
+        for rate in args.rates:
+            count = rate * args.seconds
+            offsets = [n / rate for n in range(count)]
+            margin = 10 + count / 4000
+            rows.append(await scenario(store, dsn, f"steady {rate}/s x {args.seconds}s", offsets, margin))
+            print(rows[-1], flush=True)
+        if args.spike:
+            margin = 10 + args.spike / 4000
+            rows.append(await scenario(store, dsn, f"spike {args.spike}", [0.0] * args.spike, margin))
+            print(rows[-1], flush=True)
+        await store.close()
+        print()
+        print("| scenario | executions/s | p50 ms | p99 ms | max ms | succeeded | lost | duplicates |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for r in rows:
+            print(
+                f"| {r['scenario']} | {float(r['rate_per_s']):,.0f} | {float(r['p50_ms']):.1f} "
+                f"| {float(r['p99_ms']):.1f} | {float(r['max_ms']):.1f} | {int(r['succeeded']):,} "
+                f"| {int(r['lost'])} | {int(r['duplicates'])} |"
+            )
+    finally:
+        if cluster is not None:
+            cluster.stop()
+        services.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=2)
+    parser.add_argument("--executors", type=int, default=2)
+    parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--rates", type=lambda s: [int(x) for x in s.split(",") if x],
+                        default=[1000, 5000])  # fmt: skip
+    parser.add_argument("--seconds", type=int, default=60)
+    parser.add_argument("--spike", type=int, default=50_000)
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    eventloop.run(main(parse()))
