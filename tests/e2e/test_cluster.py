@@ -47,11 +47,16 @@ async def up(cluster: Cluster, nodes: int = 3, executors: int = 2, **node_option
 
 
 async def jobs(
-    store: Store, tenant: TenantId, task: str, instants: Sequence[datetime], **policies: Any
+    store: Store,
+    tenant: TenantId,
+    task: str,
+    instants: Sequence[datetime],
+    payload: bytes = b"",
+    **policies: Any,
 ) -> list[Job]:
     specs = [
         JobSpec(name=task, task_type=task, schedule=Schedule(kind=ScheduleKind.AT, at=instant),
-                policies=Policies(**policies))
+                payload=payload, policies=Policies(**policies))
         for instant in instants
     ]  # fmt: skip
     registered = await register_jobs(store, tenant, specs, partitions=PARTITIONS)
@@ -212,10 +217,8 @@ async def test_a_killed_executor_s_work_runs_again_elsewhere_with_a_higher_fence
 async def test_a_stopped_executor_s_late_result_is_refused(cluster: Cluster, store: Store) -> None:
     await up(cluster)
     tenant = (await store.tenants.create("acme")).id
-    (job,) = await jobs(store, tenant, "hang_first", [whole_second(2)])
-    job_payload_s = 6  # attempt 1 sleeps past the 3 s lease
-    await store.pool.close()  # not needed any more; keeps the test's connections few
-    cluster.query("UPDATE jobs SET payload = %s WHERE id = %s", str(job_payload_s).encode(), job.id)
+    # Attempt 1 sleeps 6 s: past the 3 s lease, so its result comes late.
+    (job,) = await jobs(store, tenant, "hang_first", [whole_second(2)], payload=b"6")
 
     def running_on() -> str | None:
         rows = cluster.query(
