@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import tempfile
 import time
@@ -27,8 +28,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
-
 from tests.e2e.cluster import Cluster
+
 from wheel import eventloop
 from wheel.local import LocalServices
 from wheel.model.jobs import JobSpec, Schedule, ScheduleKind
@@ -54,13 +55,13 @@ NODE_OPTIONS = {
 }
 
 
-async def register(store: Store, instants: list[datetime]) -> float:
+async def register(store: Store, instants: list[datetime], task: str) -> float:
     """Register one-off no-op jobs at these instants; returns the seconds it took."""
     tenant = (await store.tenants.create(f"bench-{uuid.uuid4().hex[:8]}")).id
     began = time.perf_counter()
     for first in range(0, len(instants), CHUNK):
         specs = [
-            JobSpec("bench", "noop", Schedule(ScheduleKind.AT, at=instant))
+            JobSpec("bench", task, Schedule(ScheduleKind.AT, at=instant))
             for instant in instants[first : first + CHUNK]
         ]
         await register_jobs(store, tenant, specs, partitions=PARTITIONS)
@@ -86,7 +87,8 @@ def results(dsn: str, since: datetime) -> dict[str, float]:
             " WHERE scheduled_for >= %s AND outcome <> 'not_started'",
             (since,),
         ).fetchone()
-    assert row is not None and runs is not None
+    assert row is not None
+    assert runs is not None
     succeeded, other, p50, p99, worst, span = row
     return {
         "succeeded": succeeded, "lost": other, "duplicates": runs[0],
@@ -107,16 +109,18 @@ def pending(dsn: str, since: datetime) -> int:
 
 
 async def scenario(
-    store: Store, dsn: str, name: str, offsets_s: list[float], margin_s: float
+    store: Store, dsn: str, name: str, offsets_s: list[float], margin_s: float, task: str
 ) -> dict[str, float | str]:
     start = datetime.now(UTC) + timedelta(seconds=margin_s)
     instants = [start + timedelta(seconds=o) for o in offsets_s]
-    took = await register(store, instants)
+    took = await register(store, instants, task)
     if datetime.now(UTC) > start:
         raise SystemExit(f"{name}: registering took {took:.1f} s, past the start; raise the margin")
     deadline = instants[-1] + timedelta(seconds=120)
-    while pending(dsn, start) and datetime.now(UTC) < deadline:
-        await asyncio.sleep(1)
+    while datetime.now(UTC) < deadline:
+        if not pending(dsn, start):
+            break
+        await asyncio.sleep(1)  # other processes' progress: read back from Postgres
     figures = results(dsn, start)
     rate = figures["succeeded"] / figures["span_s"] if figures["span_s"] else 0.0
     return {"scenario": name, "rate_per_s": rate, **figures}
@@ -124,7 +128,7 @@ async def scenario(
 
 async def main(args: argparse.Namespace) -> None:
     root = Path(tempfile.mkdtemp(prefix="wheel-cluster-bench-"))
-    root.chmod(0o755)
+    os.chmod(root, 0o755)  # Postgres's user must reach its data dir
     services = LocalServices.start(root, durable=True)
     cluster: Cluster | None = None
     try:
@@ -143,15 +147,19 @@ async def main(args: argparse.Namespace) -> None:
             count = rate * args.seconds
             offsets = [n / rate for n in range(count)]
             margin = 10 + count / 4000
-            rows.append(await scenario(store, dsn, f"steady {rate}/s x {args.seconds}s", offsets, margin))
+            name = f"steady {rate}/s x {args.seconds}s"
+            rows.append(await scenario(store, dsn, name, offsets, margin, args.task))
             print(rows[-1], flush=True)
         if args.spike:
             margin = 10 + args.spike / 4000
-            rows.append(await scenario(store, dsn, f"spike {args.spike}", [0.0] * args.spike, margin))
+            name = f"spike {args.spike}"
+            rows.append(await scenario(store, dsn, name, [0.0] * args.spike, margin, args.task))
             print(rows[-1], flush=True)
         await store.close()
         print()
-        print("| scenario | executions/s | p50 ms | p99 ms | max ms | succeeded | lost | duplicates |")
+        print(
+            "| scenario | executions/s | p50 ms | p99 ms | max ms | succeeded | lost | duplicates |"
+        )
         print("|---|---:|---:|---:|---:|---:|---:|---:|")
         for r in rows:
             print(
@@ -163,7 +171,10 @@ async def main(args: argparse.Namespace) -> None:
         if cluster is not None:
             cluster.stop()
         services.stop()
-        shutil.rmtree(root, ignore_errors=True)
+        if args.keep:
+            print(f"kept {root} (logs in {root / 'logs'})")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def parse() -> argparse.Namespace:
@@ -175,6 +186,13 @@ def parse() -> argparse.Namespace:
                         default=[1000, 5000])  # fmt: skip
     parser.add_argument("--seconds", type=int, default=60)
     parser.add_argument("--spike", type=int, default=50_000)
+    parser.add_argument("--keep", action="store_true", help="keep the data and logs directory")
+    parser.add_argument(
+        "--task",
+        choices=["noop_async", "noop"],
+        default="noop_async",
+        help="noop_async runs on the event loop; noop (sync) on a worker thread",
+    )
     return parser.parse_args()
 
 

@@ -23,6 +23,8 @@ from typing import Any
 
 import psycopg
 
+from wheel.local.process import spawn
+
 ROOT = Path(__file__).resolve().parents[2]
 WHEEL = str(Path(sys.executable).parent / "wheel")
 
@@ -50,12 +52,11 @@ class Process:
     starts: int = 0
 
     def start(self) -> None:
-        log = self.log_path.open("ab")
-        self.popen = subprocess.Popen(
-            self.argv, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        # Tied to this process: a test or benchmark killed outright leaves no cluster behind.
+        self.popen = spawn(
+            self.argv, log_path=self.log_path, death_signal=signal.SIGKILL, cwd=ROOT,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )  # fmt: skip
-        log.close()
         self.starts += 1
 
     @property

@@ -29,3 +29,8 @@ async def hang_first(ctx: wheel.TaskContext) -> None:
 def poison(ctx: wheel.TaskContext) -> None:
     """Kills the executor process that runs it."""
     os._exit(17)
+
+
+@wheel.task("noop_async")
+async def noop_async(ctx: wheel.TaskContext) -> None:
+    """Nothing, on the event loop: no hop to a worker thread."""

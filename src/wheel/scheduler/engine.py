@@ -320,7 +320,23 @@ class Engine:
     def _spawn(self, coroutine: object) -> None:
         task = asyncio.ensure_future(coroutine)  # type: ignore[call-overload]
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._reap_task)
+
+    def _reap_task(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("engine.task_failed", exc_info=task.exception())
+
+    def pressure(self) -> dict[str, object]:
+        """What the dispatcher sees: credit, reservations and claims in flight, per pool."""
+        pools = set(self.ready.pools()) | set(self._reserved)
+        return {
+            "credit": {pool: self.links.credit(pool) for pool in sorted(pools)},
+            "reserved": dict(self._reserved),
+            "claims_running": self._claims_running,
+            "parked": sum(len(items) for items in self.parked.values()),
+            "blocked": len(self.blocked),
+        }
 
     async def _claim(self, pool: str, batch: list[Ready]) -> None:
         config = self.config

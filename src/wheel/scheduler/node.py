@@ -279,6 +279,7 @@ class SchedulerNode:
                 "ready": len(engine.ready),
                 "in_flight": len(engine.in_flight),
                 "links": len(engine.links),
+                **engine.pressure(),
                 "clock_offset_ms": self.clock_offset_ms,
             },
         )

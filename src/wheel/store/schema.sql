@@ -158,6 +158,7 @@ CREATE FUNCTION wheel_record_attempts(
     current_fence bigint, status wheel_execution_status, fire_at timestamptz, attempt integer
 ) LANGUAGE sql VOLATILE
 SET enable_hashjoin = off SET enable_mergejoin = off  -- see wheel_claim
+SET enable_seqscan = off
 AS $$
     WITH input AS (
         SELECT * FROM unnest(p_job_ids, p_scheduled_fors, p_fences, p_outcomes,
@@ -247,6 +248,37 @@ AS $$
     WHERE p.held IS NULL
 $$;
 
+-- The loader's page: pending occurrences of active jobs in some partitions,
+-- before an instant, after a keyset cursor, in firing order, with each job's
+-- routing (tenant, pool, task type, overlap policy) probed by primary key.
+CREATE FUNCTION wheel_load_due(
+    p_partitions integer[], p_before timestamptz, p_after_fire_at timestamptz,
+    p_after_job_id uuid, p_after_scheduled_for timestamptz, p_limit integer
+) RETURNS TABLE (
+    job_id uuid, scheduled_for timestamptz, partition integer, fire_at timestamptz,
+    priority integer, job_version bigint, tenant_id uuid, pool text, task_type text,
+    overlap text
+) LANGUAGE sql STABLE
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+AS $$
+    SELECT e.job_id, e.scheduled_for, e.partition, e.fire_at, e.priority, e.job_version,
+           e.tenant_id, j.pool, j.task_type, j.overlap
+    FROM executions e
+    CROSS JOIN LATERAL (
+        SELECT j.pool, j.task_type, j.overlap
+        FROM jobs j
+        WHERE j.id = e.job_id AND j.status = 'active'
+        LIMIT 1
+    ) j
+    WHERE e.partition = ANY(p_partitions)
+      AND e.status = 'pending'
+      AND e.fire_at < p_before
+      AND (e.fire_at, e.job_id, e.scheduled_for)
+          > (p_after_fire_at, p_after_job_id, p_after_scheduled_for)
+    ORDER BY e.fire_at, e.job_id, e.scheduled_for
+    LIMIT p_limit
+$$;
+
 -- Claim pending occurrences: pending -> dispatched, fence + 1, attempt + 1, a
 -- lease on the database clock. Only in partitions whose epoch is still the
 -- caller's: the epoch rows are share-locked, so a new owner's epoch write
@@ -274,7 +306,7 @@ CREATE FUNCTION wheel_claim(
     fence bigint, attempt integer, lease_until timestamptz, job_version bigint, task_type text,
     payload bytea, pool text, priority integer, timeout_ms bigint, fire_at timestamptz
 ) LANGUAGE sql VOLATILE
-SET enable_hashjoin = off SET enable_mergejoin = off
+SET enable_hashjoin = off SET enable_mergejoin = off SET enable_seqscan = off
 AS $$
     WITH owned AS (
         SELECT pe.partition
