@@ -8,7 +8,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check --quiet
 
-.PHONY: dev test lint typecheck pytest protos bench clean
+.PHONY: dev test lint typecheck pytest protos bench bench-cluster clean
 
 $(VENV)/.python-ok:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
@@ -46,6 +46,11 @@ bench: $(VENV)/.installed-test
 	$(PY) benchmarks/store_bench.py
 	$(PY) benchmarks/materialiser_bench.py
 	$(PY) benchmarks/timingwheel_bench.py --quick  # full run: no --quick, ~25 min
+
+# The whole system on this machine: nodes and executors as processes, durable Postgres
+# (~10 min; figures in docs/benchmarks.md). ARGS="--rates 1000 --seconds 20 --spike 5000".
+bench-cluster: $(VENV)/.installed-test
+	PYTHONPATH=. $(PY) benchmarks/cluster_bench.py $(ARGS)
 
 protos: $(VENV)/.installed-test
 	$(PY) scripts/gen_protos.py

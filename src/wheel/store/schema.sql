@@ -158,7 +158,6 @@ CREATE FUNCTION wheel_record_attempts(
     current_fence bigint, status wheel_execution_status, fire_at timestamptz, attempt integer
 ) LANGUAGE sql VOLATILE
 SET enable_hashjoin = off SET enable_mergejoin = off  -- see wheel_claim
-SET enable_seqscan = off
 AS $$
     WITH input AS (
         SELECT * FROM unnest(p_job_ids, p_scheduled_fors, p_fences, p_outcomes,
