@@ -172,7 +172,9 @@ class NodeLink:
     async def _attempt(self) -> bool:
         """One stream, from Hello to its end; True if it was welcomed."""
         welcomed = False
-        channel = grpc.aio.insecure_channel(self.address)
+        # Keepalive pings notice a node that went silent without closing the stream
+        # (a partition) within seconds, not when TCP gives up minutes later.
+        channel = grpc.aio.insecure_channel(self.address, options=KEEPALIVE_OPTIONS)
         call: Call | None = None
         try:
             call = pb_grpc.ExecutorStreamStub(channel).Connect()
@@ -324,6 +326,14 @@ def _coalesce(
         for pool, count in credits.items()
     )
     return out
+
+
+KEEPALIVE_OPTIONS = [
+    ("grpc.keepalive_time_ms", 10_000),
+    ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),
+]
 
 
 def _describe(exc: BaseException) -> str:

@@ -145,7 +145,9 @@ class Execution:
         deadline = self.dispatch.deadline
         timeout_s = (deadline - self._wall()).total_seconds()
         if timeout_s <= 0:
-            return self._report(Outcome.FAILED, Stop("timeout").error(deadline))
+            # Its deadline passed while it waited for a slot: it never started, and
+            # an attempt that never started is given back (never counted as a failure).
+            return self._report(Outcome.NOT_STARTED, Stop("timeout").error(deadline))
         handler = self._start_handler()
         waits: set[asyncio.Future[Any]] = {handler, self._stop}
         try:

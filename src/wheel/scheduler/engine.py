@@ -59,6 +59,8 @@ _OUTCOMES = {
 }
 _ADD_CHUNK = 10_000
 _RETRY_CLAIM_S = 0.2
+_MAX_ERROR_CHARS = 8192
+_NOT_STARTED_BACKOFF_MS = 1000
 
 
 def _ms(instant: datetime) -> int:
@@ -129,6 +131,9 @@ class Engine:
         self.stats = EngineStats()
         self._wake = asyncio.Event()
         self._claims_running = 0
+        self._spread_next_ms = 0.0
+        self._exclusive_claiming: set[JobId] = set()
+        """Jobs (overlap not 'allow') with an occurrence in a claim now: one at a time."""
         self._tasks: set[asyncio.Task[None]] = set()
         self._dispatcher: asyncio.Task[None] | None = None
         self._results: Batcher[tuple[Link | None, AttemptResult]] | None = None
@@ -175,7 +180,11 @@ class Engine:
             self.driver.cancel(key)
         self.ready.drop_partition(partition)
         for task_type, items in list(self.parked.items()):
-            self.parked[task_type] = [r for r in items if r.partition != partition]
+            kept = [r for r in items if r.partition != partition]
+            if kept:
+                self.parked[task_type] = kept
+            else:
+                del self.parked[task_type]
         for job_id, item in list(self.blocked.items()):
             if item.partition == partition:
                 del self.blocked[job_id]
@@ -191,7 +200,6 @@ class Engine:
         claim_at = self.claim_at
         now_ms = int(time.time() * 1000)
         entries: list[tuple[ExecutionKey, int]] = []
-        overdue = 0
         for occurrence in due:
             key = occurrence.key
             if occurrence.partition not in self.owned or key in self.known:
@@ -207,8 +215,10 @@ class Engine:
             self._by_partition[occurrence.partition].add(key)
             deadline = claim_at(fire_at_ms)
             if spread_per_s and deadline < now_ms:
-                deadline = now_ms + overdue * 1000 // spread_per_s
-                overdue += 1
+                # One release schedule for every catch-up, however many pages or partitions.
+                self._spread_next_ms = max(self._spread_next_ms, now_ms)
+                deadline = int(self._spread_next_ms)
+                self._spread_next_ms += 1000 / spread_per_s
             entries.append((key, deadline))
         for first in range(0, len(entries), _ADD_CHUNK):
             self.driver.add_many(entries[first : first + _ADD_CHUNK])
@@ -253,7 +263,10 @@ class Engine:
     async def _dispatch_loop(self) -> None:
         changed = self.links.changed
         while True:
-            self._next_round()
+            try:
+                self._next_round()
+            except Exception:  # a bug here must not stop every dispatch of this node
+                log.exception("engine.round_failed")
             waits = [
                 asyncio.ensure_future(self._wake.wait()),
                 asyncio.ensure_future(changed.wait()),
@@ -264,7 +277,10 @@ class Engine:
                 waiter.cancel()
             self._wake.clear()
             changed.clear()
-            self._unpark()
+            try:
+                self._unpark()
+            except Exception:
+                log.exception("engine.unpark_failed")
 
     def _breaker_timeout(self) -> float | None:
         next_change = self.breakers.next_change()
@@ -281,7 +297,7 @@ class Engine:
                 del self.parked[task_type]
                 for item in items:
                     self.ready.push(item)
-            elif self.breakers.probe_due(task_type, now):
+            elif items and self.breakers.probe_due(task_type, now):
                 self.ready.push(items.pop(0))  # `allow` in the next round lets it through
                 if not items:
                     del self.parked[task_type]
@@ -300,7 +316,9 @@ class Engine:
                 free = self.links.credit(pool) - self._reserved[pool]
                 if free <= 0 or not self.owned:
                     break
-                taken = self.ready.take(pool, min(free, config.claim_batch), room)
+                taken = self.ready.take(
+                    pool, min(free, config.claim_batch), room, busy=self._exclusive_claiming
+                )
                 if not taken:
                     break
                 batch = []
@@ -314,6 +332,8 @@ class Engine:
                 self._reserved[pool] += len(batch)
                 for item in batch:
                     self._tenant_reserved[item.tenant] += 1
+                    if item.overlap != "allow":
+                        self._exclusive_claiming.add(item.key.job_id)
                 self._claims_running += 1
                 self._spawn(self._claim(pool, batch))
 
@@ -358,6 +378,7 @@ class Engine:
             self._reserved[pool] -= len(batch)
             for item in batch:
                 self._tenant_reserved[item.tenant] -= 1
+                self._exclusive_claiming.discard(item.key.job_id)
             self._claims_running -= 1
             self._wake.set()
         self.stats.claim_batches += 1
@@ -370,13 +391,15 @@ class Engine:
                 link.send(pb.SchedulerMessage(dispatch=dispatches[0]))
             else:
                 link.send(pb.SchedulerMessage(dispatches=pb.Dispatches(dispatches=dispatches)))
+        overlapped: list[Ready] = []
         for unclaimed in outcome.unclaimed:
             item = by_key[unclaimed.key]
             if unclaimed.state is ClaimState.EARLY:
                 item.fire_at_ms = _ms(unclaimed.fire_at)
                 self.driver.add(item.key, self.claim_at(item.fire_at_ms))
             elif unclaimed.state is ClaimState.BLOCKED:
-                await self._queue_behind(item)
+                if not self._queue_behind(item):
+                    overlapped.append(item)
             else:
                 self.stats.skipped_overlap += 1
                 self._forget(item.key)
@@ -384,18 +407,24 @@ class Engine:
         for item in batch:
             if item.key not in answered:
                 self._forget(item.key)  # not claimable: paused, edited, or not ours any more
+        if overlapped:
+            self.stats.skipped_overlap += len(overlapped)
+            try:
+                await self._store.occurrences.skip(
+                    [item.key for item in overlapped],
+                    "overlap: one run was already queued behind a running one (policy queue)",
+                )
+            except WheelError as exc:  # still pending: the catch-up scan brings them back
+                log.warning("engine.skip_failed", extra={"error": str(exc)})
 
-    async def _queue_behind(self, item: Ready) -> None:
-        """Overlap 'queue': keep one occurrence per job waiting; a second one is skipped."""
+    def _queue_behind(self, item: Ready) -> bool:
+        """Overlap 'queue': keep one occurrence per job waiting; False for one to skip."""
         waiting = self.blocked.get(item.key.job_id)
         if waiting is None or waiting.key == item.key:
             self.blocked[item.key.job_id] = item
-            return
+            return True
         self._forget(item.key)
-        self.stats.skipped_overlap += 1
-        await self._store.occurrences.skip(
-            [item.key], "overlap: one run was already queued behind a running one (policy queue)"
-        )
+        return False
 
     def release_blocked(self, job_id: JobId) -> None:
         item = self.blocked.pop(job_id, None)
@@ -413,7 +442,9 @@ class Engine:
     ) -> None:
         key = item.key  # the loaded key: its id is already made
         self._forget(key)
-        link = self.links.take(claimed.pool)
+        # The job may have been edited since it was loaded: route by what was claimed.
+        item.pool, item.task_type, item.priority = claimed.pool, claimed.task_type, claimed.priority
+        link = self.links.take(claimed.pool, claimed.task_type)
         entry = InFlight(item, claimed.fence, link, time.monotonic() + self.config.lease_s + 5)
         self.in_flight[key] = entry
         self.tenant_in_flight[item.tenant] += 1
@@ -444,19 +475,44 @@ class Engine:
 
     # -- results, heartbeats, reaping ------------------------------------------------------
 
+    def undelivered(self, link: Link) -> None:
+        """Dispatches still queued for a stream that ended never reached it: give them back."""
+        while not link.outbox.empty():
+            message = link.outbox.get_nowait()
+            if message is None:
+                continue
+            body = message.WhichOneof("body")
+            dispatches = [message.dispatch] if body == "dispatch" else []
+            if body == "dispatches":
+                dispatches = list(message.dispatches.dispatches)
+            for dispatch in dispatches:
+                key = ExecutionKey.parse(dispatch.execution_id)
+                self.stats.not_started += 1
+                self.submit_result(None, AttemptResult(key, dispatch.fence, Outcome.NOT_STARTED))
+
     def submit_result(self, link: Link | None, result: AttemptResult) -> None:
         assert self._results is not None
         self._results.add((link, result))
 
     def result_from(self, link: Link, message: pb.Result) -> None:
+        outcome = _OUTCOMES.get(message.outcome)
         try:
             key = ExecutionKey.parse(message.execution_id)
         except ValueError:
-            log.warning("engine.bad_result_id", extra={"execution": message.execution_id})
-            return
-        outcome = _OUTCOMES.get(message.outcome)
-        if outcome is None:
-            log.warning("engine.bad_outcome", extra={"execution": message.execution_id})
+            key = None
+        if key is None or outcome is None:
+            # Refused like a stale one, so the executor stops sending it again.
+            log.warning(
+                "engine.bad_result",
+                extra={"execution": message.execution_id[:200], "outcome": message.outcome},
+            )
+            link.send(
+                pb.SchedulerMessage(
+                    stale_fence=pb.StaleFence(
+                        execution_id=message.execution_id, fence=message.fence, current_fence=0
+                    )
+                )
+            )
             return
         self.submit_result(
             link,
@@ -471,7 +527,7 @@ class Engine:
                 finished_at=message.finished_at.ToDatetime(UTC)
                 if message.HasField("finished_at")
                 else None,
-                error=message.error or None,
+                error=_clean_error(message.error),
             ),
         )
 
@@ -530,6 +586,12 @@ class Engine:
         self.release_blocked(recorded.key.job_id)
         if recorded.status is ExecutionStatus.PENDING and item.partition in self.owned:
             item.fire_at_ms = _ms(recorded.fire_at)
+            if outcome is Outcome.NOT_STARTED:
+                # No executor could take it (none for its task type, or draining):
+                # ask again shortly rather than in a tight loop.
+                item.fire_at_ms = max(
+                    item.fire_at_ms, int(time.time() * 1000) + _NOT_STARTED_BACKOFF_MS
+                )
             self.known[recorded.key] = item
             self._by_partition[item.partition].add(recorded.key)
             self.driver.add(recorded.key, self.claim_at(item.fire_at_ms))
@@ -585,6 +647,13 @@ class Engine:
 
     def keys_of(self, partitions: Iterable[PartitionId]) -> int:
         return sum(len(self._by_partition.get(p, ())) for p in partitions)
+
+
+def _clean_error(error: str) -> str | None:
+    """An executor's error text as Postgres can store it (no NUL), bounded."""
+    if not error:
+        return None
+    return error.replace("\x00", "\\0")[:_MAX_ERROR_CHARS]
 
 
 def jitter(seconds: float) -> float:

@@ -68,9 +68,15 @@ class Links:
     def credit(self, pool: str) -> int:
         return sum(link.credits.get(pool, 0) for link in self._links.values())
 
-    def take(self, pool: str) -> Link | None:
-        """A link with credit for the pool, spreading dispatches across links; uses one credit."""
-        candidates = [link for link in self._links.values() if link.credits.get(pool, 0) > 0]
+    def take(self, pool: str, task_type: str | None = None) -> Link | None:
+        """A link with credit for the pool (and the task type's handler, when given),
+        spreading dispatches across links; uses one credit."""
+        candidates = [
+            link
+            for link in self._links.values()
+            if link.credits.get(pool, 0) > 0
+            and (task_type is None or not link.task_types or task_type in link.task_types)
+        ]
         if not candidates:
             return None
         link = candidates[next(self._turn) % len(candidates)]

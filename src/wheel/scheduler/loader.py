@@ -20,6 +20,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -42,20 +43,31 @@ _LISTEN_RETRY_MAX_S = 5.0
 _SMALLEST_KEY = ExecutionKey(JobId(uuid.UUID(int=0)), datetime(1970, 1, 1, tzinfo=UTC))
 
 
-def parse_notification(payload: str) -> dict[PartitionId, datetime] | None:
-    """'<partition>:<epoch ms>,...' -> earliest instant per partition; None means 'rescan all'."""
+@dataclass(frozen=True, slots=True)
+class Notification:
+    earliest: dict[PartitionId, datetime] | None
+    """Earliest fire_at per partition; None: rescan every owned partition."""
+    created_at: datetime | None
+    """When the notified rows were created (their transaction's start), if known."""
+
+
+def parse_notification(payload: str) -> Notification:
+    """'[<created ms>|]<partition>:<epoch ms>,...' or '*' (rescan everything)."""
     if payload == "*":
-        return None
-    earliest: dict[PartitionId, datetime] = {}
-    for entry in payload.split(","):
-        partition, _, ms = entry.partition(":")
-        try:
-            instant = datetime.fromtimestamp(int(ms) / 1000, UTC)
-            earliest[PartitionId(int(partition))] = instant
-        except ValueError:
-            log.warning("loader.bad_notification", extra={"payload": payload[:200]})
-            return None
-    return earliest
+        return Notification(None, None)
+    created_at = None
+    created, bar, entries = payload.rpartition("|")
+    try:
+        if bar:
+            created_at = datetime.fromtimestamp(int(created) / 1000, UTC)
+        earliest: dict[PartitionId, datetime] = {}
+        for entry in entries.split(","):
+            partition, _, ms = entry.partition(":")
+            earliest[PartitionId(int(partition))] = datetime.fromtimestamp(int(ms) / 1000, UTC)
+    except ValueError:
+        log.warning("loader.bad_notification", extra={"payload": payload[:200]})
+        return Notification(None, None)
+    return Notification(earliest, created_at)
 
 
 class Loader:
@@ -81,6 +93,7 @@ class Loader:
         after: datetime | None = None,
         *,
         spread: bool = False,
+        created_after: datetime | None = None,
     ) -> int:
         if not partitions:
             return 0
@@ -88,7 +101,7 @@ class Loader:
         added = 0
         while True:
             page = await self._store.occurrences.load_due(
-                partitions, before, after=cursor, limit=_PAGE
+                partitions, before, after=cursor, limit=_PAGE, created_after=created_after
             )
             added += self._add(page, spread=spread)
             if len(page) < _PAGE:
@@ -118,18 +131,23 @@ class Loader:
         return await self._load([partition], self._bound(), spread=True)
 
     async def catch_up(self) -> int:
-        """Overdue pending occurrences that are not in the wheel (a notification was lost)."""
+        """Overdue pending occurrences that are not in the wheel (a notification was lost).
+
+        No misfire rule here: overdue rows of owned partitions are mostly ones
+        this node holds, waiting for credit, a breaker or an overlap; late, not
+        missed. The rule applies on acquisition and to notified past instants.
+        """
         owned = dict(self._engine.owned)
         if not owned:
             return 0
-        await self._store.occurrences.apply_misfire(owned)
         added = await self._load(list(owned), datetime.now(UTC), spread=True)
         if added:
             log.info("loader.caught_up", extra={"added": added})
         return added
 
     async def notified(self, payload: str) -> int:
-        earliest = parse_notification(payload)
+        notification = parse_notification(payload)
+        earliest = notification.earliest
         owned = self._engine.owned
         if earliest is None:
             return await self._load(list(owned), self._bound())
@@ -143,7 +161,9 @@ class Loader:
                 continue  # the window will reach it
             if instant < now - timedelta(seconds=1):
                 await self._store.occurrences.apply_misfire({partition: owned[partition]})
-            added += await self._load([partition], bound, instant - _EPSILON)
+            added += await self._load(
+                [partition], bound, instant - _EPSILON, created_after=notification.created_at
+            )
         return added
 
     async def listen(self) -> None:

@@ -80,7 +80,13 @@ class SchedulerNode:
             clock=lambda: datetime.now(UTC),
         )
         server = self._server = grpc.aio.server(
-            options=[("grpc.keepalive_time_ms", 10_000), ("grpc.keepalive_timeout_ms", 5_000)]
+            options=[
+                ("grpc.keepalive_time_ms", 10_000),
+                ("grpc.keepalive_timeout_ms", 5_000),
+                # Executors ping every 10 s; allow it (the default would call it abuse).
+                ("grpc.http2.min_recv_ping_interval_without_data_ms", 5_000),
+                ("grpc.keepalive_permit_without_calls", 1),
+            ]
         )
         pb_grpc.add_ExecutorStreamServicer_to_server(
             ExecutorStreamService(engine, self.node_id), server

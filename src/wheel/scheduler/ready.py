@@ -14,10 +14,10 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 
-from wheel.model.ids import ExecutionKey, PartitionId, TenantId
+from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId
 
 
 @dataclass(slots=True, eq=False)
@@ -55,11 +55,19 @@ class ReadyQueues:
         heapq.heappush(heap, (-item.priority, item.fire_at_ms, next(self._seq), item))
         pool.size += 1
 
-    def take(self, pool_name: str, count: int, room: Callable[[TenantId], int]) -> list[Ready]:
+    def take(
+        self,
+        pool_name: str,
+        count: int,
+        room: Callable[[TenantId], int],
+        *,
+        busy: Collection[JobId] = (),
+    ) -> list[Ready]:
         """Up to `count` occurrences of the pool, fairly; `room(tenant)` caps each tenant.
 
         Of a job whose overlap policy is not 'allow', at most one occurrence is
-        taken per call (the claim then decides about the running one).
+        taken per call, and none while the job is in `busy` (one of its
+        occurrences is being claimed): the claim then decides about the running one.
         """
         pool = self._pools.get(pool_name)
         if pool is None or count <= 0:
@@ -67,7 +75,7 @@ class ReadyQueues:
         left = {tenant: room(tenant) for tenant in pool.heaps}
         taken: list[Ready] = []
         held: list[Ready] = []
-        exclusive: set[object] = set()
+        exclusive: set[JobId] = set(busy)
         while len(taken) < count and pool.size:
             tenant = self._next_tenant(pool, left)
             if tenant is None:

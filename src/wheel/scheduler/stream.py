@@ -71,6 +71,7 @@ class ExecutorStreamService(pb_grpc.ExecutorStreamServicer):
                 yield message
         finally:
             links.disconnect(link)
+            self._engine.undelivered(link)
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reader

@@ -119,6 +119,7 @@ def job_from_row(row: dict[str, Any]) -> Job:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ANALYZE_JOBS_AFTER = 1000
 
 
 class Jobs:
@@ -178,6 +179,10 @@ class Jobs:
                     break
             if occurrences:
                 await self._occurrences.insert(occurrences, conn=conn)
+        await self._occurrences.note_inserted(occurrences)
+        if len(created) >= _ANALYZE_JOBS_AFTER:
+            async with translated(), self._pool.connection() as conn:
+                await conn.execute("ANALYZE jobs")  # see TimePartitions.note_inserted
         return created
 
     async def get(self, tenant_id: TenantId, job_id: JobId) -> Job:

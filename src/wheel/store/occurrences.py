@@ -10,6 +10,7 @@ outcome of a distributed system.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -116,7 +117,14 @@ class Occurrences:
                 self._partitions.forget()
                 await self._partitions.ensure(days)
                 rows = await self._fetch_raw(sql("insert_occurrences"), params)
+        if conn is None:
+            await self.note_inserted(occurrences)
         return [_key(job_id, at) for job_id, at in rows]
+
+    async def note_inserted(self, occurrences: Sequence[NewOccurrence]) -> None:
+        """After a committed insert: analyse day partitions a bulk insert filled."""
+        counts = Counter(day_of(o.key.scheduled_for) for o in occurrences)
+        await self._partitions.note_inserted(counts)
 
     async def ensure_partitions(self, occurrences: Sequence[NewOccurrence]) -> None:
         """Create the day partitions these occurrences need (a no-op once known)."""
@@ -129,10 +137,12 @@ class Occurrences:
         *,
         after: DueCursor | None = None,
         limit: int = 10_000,
+        created_after: datetime | None = None,
     ) -> list[DueOccurrence]:
         """Pending occurrences of `partitions` firing before `before`, in firing order.
 
         Pages with `after=DueCursor(last.fire_at, last.key)` until a page is short.
+        With `created_after`, only occurrences created since then.
         """
         rows = await self._fetch(
             sql("load_due"),
@@ -143,6 +153,7 @@ class Occurrences:
                 "after_job_id": after.key.job_id if after else _NIL_UUID,
                 "after_scheduled_for": after.key.scheduled_for if after else _EPOCH,
                 "limit": limit,
+                "created_after": created_after,
             },
         )
         return [

@@ -249,10 +249,12 @@ $$;
 
 -- The loader's page: pending occurrences of active jobs in some partitions,
 -- before an instant, after a keyset cursor, in firing order, with each job's
--- routing (tenant, pool, task type, overlap policy) probed by primary key.
+-- routing (tenant, pool, task type, overlap policy) probed by primary key;
+-- with p_created_after, only rows created since (a notified insert's rows).
 CREATE FUNCTION wheel_load_due(
     p_partitions integer[], p_before timestamptz, p_after_fire_at timestamptz,
-    p_after_job_id uuid, p_after_scheduled_for timestamptz, p_limit integer
+    p_after_job_id uuid, p_after_scheduled_for timestamptz, p_limit integer,
+    p_created_after timestamptz
 ) RETURNS TABLE (
     job_id uuid, scheduled_for timestamptz, partition integer, fire_at timestamptz,
     priority integer, job_version bigint, tenant_id uuid, pool text, task_type text,
@@ -274,6 +276,7 @@ AS $$
       AND e.fire_at < p_before
       AND (e.fire_at, e.job_id, e.scheduled_for)
           > (p_after_fire_at, p_after_job_id, p_after_scheduled_for)
+      AND (p_created_after IS NULL OR e.created_at >= p_created_after)
     ORDER BY e.fire_at, e.job_id, e.scheduled_for
     LIMIT p_limit
 $$;
@@ -305,7 +308,7 @@ CREATE FUNCTION wheel_claim(
     fence bigint, attempt integer, lease_until timestamptz, job_version bigint, task_type text,
     payload bytea, pool text, priority integer, timeout_ms bigint, fire_at timestamptz
 ) LANGUAGE sql VOLATILE
-SET enable_hashjoin = off SET enable_mergejoin = off SET enable_seqscan = off
+SET enable_hashjoin = off SET enable_mergejoin = off
 AS $$
     WITH owned AS (
         SELECT pe.partition
@@ -328,7 +331,7 @@ AS $$
                END AS state
         FROM unnest(p_job_ids, p_scheduled_fors) AS w (job_id, scheduled_for)
         CROSS JOIN LATERAL (
-            SELECT e.job_id, e.scheduled_for, e.fire_at, e.job_version
+            SELECT e.job_id, e.scheduled_for, e.fire_at, e.job_version, e.attempt, e.trigger
             FROM executions e
             WHERE e.job_id = w.job_id AND e.scheduled_for = w.scheduled_for
               AND e.status = 'pending'
@@ -338,7 +341,11 @@ AS $$
         ) e
         JOIN jobs j ON j.id = e.job_id
         WHERE j.status = 'active'
-          AND (j.schedule_kind <> 'cron' OR e.job_version = j.version)
+          -- A scheduled run of an edited cron job waits for the materialiser to
+          -- carry or supersede it; a retry or a manual run goes ahead (under the
+          -- job's current definition, like every claim).
+          AND (j.schedule_kind <> 'cron' OR e.job_version = j.version OR e.attempt > 0
+               OR e.trigger <> 'schedule')
     ), claimed AS (
         UPDATE executions e
         SET status = 'dispatched',
@@ -430,15 +437,19 @@ AS $$
 $$;
 
 -- Occurrences due soon reach their owner at once: each insert statement
--- notifies 'wheel_due' with "<partition>:<earliest fire_at, epoch ms>" for
--- the partitions it added pending rows to, fire_at within 15 minutes. The
--- owner loads those it has not loaded yet; a periodic scan is the safety net.
+-- notifies 'wheel_due' with the partitions it added pending rows to (fire_at
+-- within 15 minutes) and the earliest fire_at of each. The owner loads those
+-- rows (only those: created in this transaction); a periodic scan is the
+-- safety net.
 CREATE FUNCTION wheel_notify_due() RETURNS trigger LANGUAGE plpgsql
 AS $$
 DECLARE
     payload text;
 BEGIN
-    SELECT string_agg(d.partition || ':' || d.earliest_ms, ',')
+    -- "<this transaction's start, epoch ms>|<partition>:<earliest ms>,...": the rows
+    -- were created at that start (their created_at), so the owner reads only those.
+    SELECT floor(extract(epoch FROM now()) * 1000)::bigint || '|'
+           || string_agg(d.partition || ':' || d.earliest_ms, ',')
     INTO payload
     FROM (
         SELECT n.partition,

@@ -10,7 +10,7 @@ retention never loses work that has not reached a final state.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -25,6 +25,7 @@ TABLES = ("executions", "attempts")
 # Serialises partition DDL across nodes: CREATE ... IF NOT EXISTS still races.
 _DDL_LOCK_KEY = 0x77686565_6C706172  # "wheelpar"
 _SUFFIX = re.compile(r"^executions_(\d{8})$")
+_ANALYZE_MIN_ROWS = 1000
 
 
 def day_of(instant: datetime) -> date:
@@ -55,6 +56,8 @@ class TimePartitions:
     def __init__(self, pool: Pool) -> None:
         self._pool = pool
         self._known: set[date] = set()
+        self._grown: dict[date, int] = {}
+        self._analysed_rows: dict[date, int] = {}
 
     def forget(self) -> None:
         """Drop the cache (after another node may have dropped partitions)."""
@@ -75,6 +78,27 @@ class TimePartitions:
             if match:
                 days.append(datetime.strptime(match[1], "%Y%m%d").date())
         return sorted(days)
+
+    async def note_inserted(self, counts: Mapping[date, int]) -> list[date]:
+        """Analyse day partitions that grew a lot since this process last analysed them.
+
+        A freshly bulk-filled partition has no statistics until autovacuum
+        gets to it (up to a minute), and meanwhile the planner misjudges
+        every probe into it (claims of 1,000 keys took seconds). ANALYZE
+        samples a bounded number of rows and does not block writes.
+        """
+        analysed = []
+        for day, count in counts.items():
+            grown = self._grown.get(day, 0) + count
+            if grown < _ANALYZE_MIN_ROWS or grown < self._analysed_rows.get(day, 0) // 4:
+                self._grown[day] = grown
+                continue
+            async with translated(), self._pool.connection() as conn:
+                await conn.execute(sql.SQL("ANALYZE {}").format(_name("executions", day)))
+            self._analysed_rows[day] = self._analysed_rows.get(day, 0) + grown
+            self._grown[day] = 0
+            analysed.append(day)
+        return analysed
 
     async def ensure(self, days: Iterable[date]) -> list[date]:
         """Make sure each day has its partitions; return the days created now."""

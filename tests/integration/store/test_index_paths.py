@@ -33,6 +33,7 @@ PARAMS = {
     "statuses": None,
     "scheduled_after": EPOCH_START,
     "scheduled_before": FAR,
+    "created_after": None,
 }
 
 
@@ -63,6 +64,7 @@ def test_the_due_load_walks_the_due_index_in_order(database_dsn: str) -> None:
         "p_partitions": "%(partitions)s::integer[]", "p_before": "%(before)s",
         "p_after_fire_at": "%(after_fire_at)s", "p_after_job_id": "%(after_job_id)s::uuid",
         "p_after_scheduled_for": "%(after_scheduled_for)s", "p_limit": "%(limit)s",
+        "p_created_after": "%(created_after)s::timestamptz",
     })  # fmt: skip
     text = plan(database_dsn, body, PARAMS)
     assert "executions_20260101_partition_fire_at_idx" in text, text

@@ -157,7 +157,9 @@ async def test_inserting_soon_due_occurrences_notifies_the_partition(
         await store.occurrences.insert([make.occurrence(job, far)])  # not soon: no notification
         await store.occurrences.insert([make.occurrence(job, soon)])
         notify = await asyncio.wait_for(anext(listener.notifies()), 10)
-    assert notify.payload == f"5:{int(soon.timestamp() * 1000)}"
+    created, _, entries = notify.payload.partition("|")
+    assert entries == f"5:{int(soon.timestamp() * 1000)}"
+    assert abs(int(created) / 1000 - datetime.now(UTC).timestamp()) < 60
 
 
 async def test_resuming_a_job_notifies_its_partition(store: Store, database_dsn: str) -> None:
@@ -169,3 +171,35 @@ async def test_resuming_a_job_notifies_its_partition(store: Store, database_dsn:
         await store.jobs.resume(owner.id, job.id)
         notify = await asyncio.wait_for(anext(listener.notifies()), 10)
     assert notify.payload == "6:0"
+
+
+async def test_a_bulk_insert_analyses_the_partition_it_filled(
+    store: Store, database_dsn: str
+) -> None:
+    owner = await make.tenant(store)
+    job = await make.job(store, owner, partition=7, overlap=OverlapPolicy.ALLOW)
+    start = (datetime.now(UTC) + timedelta(days=1)).replace(hour=6, minute=0, second=0)
+    await store.occurrences.insert(
+        [make.occurrence(job, start + timedelta(seconds=n)) for n in range(1500)]
+    )
+    async with await psycopg.AsyncConnection.connect(database_dsn, autocommit=True) as conn:
+        cursor = await conn.execute(
+            "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = %s",
+            (f"executions_{start:%Y%m%d}",),
+        )
+        assert await cursor.fetchone() == (True,)
+
+
+async def test_a_retry_of_an_edited_cron_job_is_still_claimed(store: Store) -> None:
+    owner = await make.tenant(store)
+    job = await make.job(store, owner, partition=2)
+    at = ago(5)
+    await store.occurrences.insert([make.occurrence(job, at)])
+    epochs = await owned(store, 2)
+    await store.occurrences.claim([ExecutionKey(job.id, at)], epochs, lease_s=0)
+    await store.jobs.update(owner.id, job.id, job.version, job.spec)  # edited mid-run
+    await store.occurrences.reap(epochs)  # the attempt failed: pending again, old version
+    outcome = await store.occurrences.claim_batch(
+        [ExecutionKey(job.id, at)], epochs, lease_s=30, ahead_s=60
+    )
+    assert [c.attempt for c in outcome.claimed] == [2]

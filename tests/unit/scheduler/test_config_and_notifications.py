@@ -46,9 +46,12 @@ def test_the_dsn_is_not_shown_in_repr() -> None:
 
 def test_notification_payloads() -> None:
     ms = 1_767_225_600_000
-    assert parse_notification(f"3:{ms},12:{ms + 5}") == {
+    parsed = parse_notification(f"{ms - 9}|3:{ms},12:{ms + 5}")
+    assert parsed.earliest == {
         PartitionId(3): datetime.fromtimestamp(ms / 1000, UTC),
         PartitionId(12): datetime.fromtimestamp((ms + 5) / 1000, UTC),
     }
-    assert parse_notification("*") is None
-    assert parse_notification("garbage") is None
+    assert parsed.created_at == datetime.fromtimestamp((ms - 9) / 1000, UTC)
+    assert parse_notification("6:0").created_at is None, "a resume or retry: no created filter"
+    assert parse_notification("*").earliest is None
+    assert parse_notification("garbage").earliest is None

@@ -121,3 +121,14 @@ def test_nothing_lost_or_duplicated(entries: list[tuple[TenantId, int]], batch: 
         taken.extend(got)
     assert sorted(map(id, taken)) == sorted(map(id, pushed))
     assert len(queues) == 0
+
+
+def test_a_job_being_claimed_gets_no_second_occurrence_in_a_concurrent_claim() -> None:
+    queues = ReadyQueues()
+    job = JobId(uuid.uuid4())
+    for n in range(2):
+        queues.push(item(A, n, job=job, overlap="queue"))
+    first = queues.take("default", 10, unlimited)
+    assert len(first) == 1
+    assert queues.take("default", 10, unlimited, busy={job}) == []
+    assert len(queues.take("default", 10, unlimited)) == 1, "once that claim is done"

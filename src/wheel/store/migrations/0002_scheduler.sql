@@ -59,7 +59,7 @@ AS $$
                END AS state
         FROM unnest(p_job_ids, p_scheduled_fors) AS w (job_id, scheduled_for)
         CROSS JOIN LATERAL (
-            SELECT e.job_id, e.scheduled_for, e.fire_at, e.job_version
+            SELECT e.job_id, e.scheduled_for, e.fire_at, e.job_version, e.attempt, e.trigger
             FROM executions e
             WHERE e.job_id = w.job_id AND e.scheduled_for = w.scheduled_for
               AND e.status = 'pending'
@@ -69,7 +69,11 @@ AS $$
         ) e
         JOIN jobs j ON j.id = e.job_id
         WHERE j.status = 'active'
-          AND (j.schedule_kind <> 'cron' OR e.job_version = j.version)
+          -- A scheduled run of an edited cron job waits for the materialiser to
+          -- carry or supersede it; a retry or a manual run goes ahead (under the
+          -- job's current definition, like every claim).
+          AND (j.schedule_kind <> 'cron' OR e.job_version = j.version OR e.attempt > 0
+               OR e.trigger <> 'schedule')
     ), claimed AS (
         UPDATE executions e
         SET status = 'dispatched',
@@ -161,15 +165,19 @@ AS $$
 $$;
 
 -- Occurrences due soon reach their owner at once: each insert statement
--- notifies 'wheel_due' with "<partition>:<earliest fire_at, epoch ms>" for
--- the partitions it added pending rows to, fire_at within 15 minutes. The
--- owner loads those it has not loaded yet; a periodic scan is the safety net.
+-- notifies 'wheel_due' with the partitions it added pending rows to (fire_at
+-- within 15 minutes) and the earliest fire_at of each. The owner loads those
+-- rows (only those: created in this transaction); a periodic scan is the
+-- safety net.
 CREATE FUNCTION wheel_notify_due() RETURNS trigger LANGUAGE plpgsql
 AS $$
 DECLARE
     payload text;
 BEGIN
-    SELECT string_agg(d.partition || ':' || d.earliest_ms, ',')
+    -- "<this transaction's start, epoch ms>|<partition>:<earliest ms>,...": the rows
+    -- were created at that start (their created_at), so the owner reads only those.
+    SELECT floor(extract(epoch FROM now()) * 1000)::bigint || '|'
+           || string_agg(d.partition || ':' || d.earliest_ms, ',')
     INTO payload
     FROM (
         SELECT n.partition,

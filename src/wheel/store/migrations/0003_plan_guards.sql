@@ -1,20 +1,20 @@
--- Plans that cannot go quadratic. Right after a bulk load a day partition has
--- no statistics; the planner then believed a probe per row was a scan per row
--- (claims of 1,000 keys ran for 15 s, a due load for 25 s, until autovacuum
--- analysed the partition). The claim and the due load only ever probe by
--- primary key or walk an index, so sequential scans are turned off inside
--- them. (Not in wheel_record_attempts: there, with scans off, the planner
--- walked a whole index as the outer side of its UPDATE join instead.)
-
-ALTER FUNCTION wheel_claim(integer[], bigint[], uuid[], timestamptz[], float8, float8)
-    SET enable_seqscan = off;
+-- The due load as a function whose plan cannot go quadratic. Right after a
+-- bulk load a day partition has no statistics; the planner then believed a
+-- probe per row was a scan per row (a due load ran for 25 s until autovacuum
+-- analysed the partition). The store also analyses a partition itself after
+-- a bulk insert (see Occurrences.insert); this function only ever walks the
+-- due index and probes jobs by primary key, so scans are off inside it.
+-- (Turning scans off in the claim and record functions made things worse:
+-- the planner walked a whole index as the outer side of their UPDATE joins.)
 
 -- The loader's page: pending occurrences of active jobs in some partitions,
 -- before an instant, after a keyset cursor, in firing order, with each job's
--- routing (tenant, pool, task type, overlap policy) probed by primary key.
+-- routing (tenant, pool, task type, overlap policy) probed by primary key;
+-- with p_created_after, only rows created since (a notified insert's rows).
 CREATE FUNCTION wheel_load_due(
     p_partitions integer[], p_before timestamptz, p_after_fire_at timestamptz,
-    p_after_job_id uuid, p_after_scheduled_for timestamptz, p_limit integer
+    p_after_job_id uuid, p_after_scheduled_for timestamptz, p_limit integer,
+    p_created_after timestamptz
 ) RETURNS TABLE (
     job_id uuid, scheduled_for timestamptz, partition integer, fire_at timestamptz,
     priority integer, job_version bigint, tenant_id uuid, pool text, task_type text,
@@ -36,6 +36,7 @@ AS $$
       AND e.fire_at < p_before
       AND (e.fire_at, e.job_id, e.scheduled_for)
           > (p_after_fire_at, p_after_job_id, p_after_scheduled_for)
+      AND (p_created_after IS NULL OR e.created_at >= p_created_after)
     ORDER BY e.fire_at, e.job_id, e.scheduled_for
     LIMIT p_limit
 $$;
