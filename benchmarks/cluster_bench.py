@@ -146,12 +146,12 @@ async def main(args: argparse.Namespace) -> None:
         for rate in args.rates:
             count = rate * args.seconds
             offsets = [n / rate for n in range(count)]
-            margin = 10 + count / 4000
+            margin = 20 + count / 1200  # registering runs at ~1,500 jobs/s here
             name = f"steady {rate}/s x {args.seconds}s"
             rows.append(await scenario(store, dsn, name, offsets, margin, args.task))
             print(rows[-1], flush=True)
         if args.spike:
-            margin = 10 + args.spike / 4000
+            margin = 20 + args.spike / 1200
             name = f"spike {args.spike}"
             rows.append(await scenario(store, dsn, name, [0.0] * args.spike, margin, args.task))
             print(rows[-1], flush=True)

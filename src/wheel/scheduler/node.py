@@ -83,8 +83,10 @@ class SchedulerNode:
             options=[
                 ("grpc.keepalive_time_ms", 10_000),
                 ("grpc.keepalive_timeout_ms", 5_000),
-                # Executors ping every 10 s; allow it (the default would call it abuse).
-                ("grpc.http2.min_recv_ping_interval_without_data_ms", 5_000),
+                # Executors ping every 10 s; allow it. (The default, 5 minutes, makes the
+                # server answer "too many pings" and close the executor's stream.)
+                ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+                ("grpc.http2.max_ping_strikes", 0),  # and never close a stream over pings
                 ("grpc.keepalive_permit_without_calls", 1),
             ]
         )
