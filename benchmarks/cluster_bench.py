@@ -125,7 +125,9 @@ async def scenario(
     # Wait until every occurrence is final, or nothing has moved for a minute (then
     # what is left is lost); a backlog past capacity drains after the last instant.
     last_change, left = datetime.now(UTC), -1
-    while datetime.now(UTC) - last_change < timedelta(seconds=60):
+    while datetime.now(UTC) < instants[-1] or datetime.now(UTC) - last_change < timedelta(
+        seconds=60
+    ):
         now_left = pending(dsn, start)
         if now_left == 0:
             break
