@@ -169,14 +169,21 @@ AS $$
         -- order; callers sort their batches, so concurrent batches lock in the
         -- same order and never deadlock. A row whose fence no longer matches
         -- comes back with NULLs and is reported as stale.
-        SELECT i.*, e.job_id AS held, e.attempt, e.fire_at,
+        SELECT i.*,
+               CASE WHEN e.fence = i.fence AND e.status IN ('dispatched', 'running')
+                    THEN e.job_id END AS held,
+               e.attempt, e.fire_at,
                e.executor_id AS held_executor_id, e.started_at AS held_started_at
         FROM input i
         LEFT JOIN LATERAL (
-            SELECT e.job_id, e.attempt, e.fire_at, e.executor_id, e.started_at
+            -- By primary key only, the fence and status checked outside: with a
+            -- status condition in here, statistics taken while every row was
+            -- pending made a partial index of leased rows look free, and under a
+            -- spike each probe walked every leased row.
+            SELECT e.job_id, e.attempt, e.fire_at, e.executor_id, e.started_at, e.fence,
+                   e.status
             FROM executions e
             WHERE e.job_id = i.job_id AND e.scheduled_for = i.scheduled_for
-              AND e.fence = i.fence AND e.status IN ('dispatched', 'running')
             LIMIT 1
             FOR UPDATE OF e
         ) e ON true

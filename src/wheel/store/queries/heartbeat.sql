@@ -1,19 +1,20 @@
 -- Extend the leases of running executions whose fence still matches; the
 -- first heartbeat marks the handler as started. Returns the ones extended.
--- One primary-key probe per item (LATERAL ... LIMIT 1), in the caller's
--- (key) order, like results: never a hash over every lease of a partition.
+-- One primary-key probe per item (LATERAL ... LIMIT 1, by key only: the fence
+-- and status are checked outside, so no partial index with stale statistics
+-- can look cheaper), in the caller's (key) order, like results.
 WITH extended AS (
     SELECT e.job_id, e.scheduled_for, e.fence
     FROM unnest(%(job_ids)s::uuid[], %(scheduled_fors)s::timestamptz[], %(fences)s::bigint[])
          AS h (job_id, scheduled_for, fence)
     CROSS JOIN LATERAL (
-        SELECT e.job_id, e.scheduled_for, e.fence
+        SELECT e.job_id, e.scheduled_for, e.fence, e.status
         FROM executions e
         WHERE e.job_id = h.job_id AND e.scheduled_for = h.scheduled_for
-          AND e.fence = h.fence AND e.status IN ('dispatched', 'running')
         LIMIT 1
         FOR UPDATE OF e
     ) e
+    WHERE e.fence = h.fence AND e.status IN ('dispatched', 'running')
 )
 UPDATE executions e
 SET lease_until = clock_timestamp() + make_interval(secs => %(lease_s)s),
