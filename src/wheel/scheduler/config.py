@@ -24,6 +24,8 @@ class SchedulerConfig:
     """host:port of the gRPC server; port 0 picks a free one."""
     advertise: str = ""
     """host:port executors reach this node at (default: the bound listen address)."""
+    metrics_listen: str = ""
+    """host:port for Prometheus metrics (/metrics); empty: not served."""
     partitions: int = 256
     """Partition count for a new cluster; an existing cluster keeps its own."""
     session_ttl_s: int = 10

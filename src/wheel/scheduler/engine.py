@@ -26,6 +26,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -49,6 +50,9 @@ from wheel.scheduler.links import Link, Links
 from wheel.scheduler.ready import Ready, ReadyQueues
 from wheel.store import Store
 from wheel.timingwheel import FiredBatch, WheelDriver
+
+if TYPE_CHECKING:
+    from wheel.scheduler.metrics import NodeMetrics
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +142,7 @@ class Engine:
         self._dispatcher: asyncio.Task[None] | None = None
         self._results: Batcher[tuple[Link | None, AttemptResult]] | None = None
         self._heartbeats: Batcher[tuple[Link, Fenced]] | None = None
-        self.fired_lateness_ms: list[int] = []
+        self.metrics: NodeMetrics | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -360,6 +364,7 @@ class Engine:
 
     async def _claim(self, pool: str, batch: list[Ready]) -> None:
         config = self.config
+        began = time.perf_counter()
         try:
             outcome = await self._store.occurrences.claim_batch(
                 [item.key for item in batch],
@@ -382,6 +387,9 @@ class Engine:
             self._claims_running -= 1
             self._wake.set()
         self.stats.claim_batches += 1
+        if self.metrics is not None:
+            self.metrics.claim_seconds.observe(time.perf_counter() - began)
+            self.metrics.claim_size.observe(len(batch))
         by_key = {item.key: item for item in batch}
         outgoing: defaultdict[Link, list[pb.Dispatch]] = defaultdict(list)
         for claimed in outcome.claimed:
@@ -455,7 +463,10 @@ class Engine:
             self.submit_result(None, AttemptResult(key, claimed.fence, Outcome.NOT_STARTED))
             return
         start_at = claimed.fire_at
-        deadline = max(start_at, datetime.now(UTC)) + timedelta(seconds=claimed.timeout_s)
+        now = datetime.now(UTC)
+        deadline = max(start_at, now) + timedelta(seconds=claimed.timeout_s)
+        if self.metrics is not None:
+            self.metrics.lateness.observe(max(0.0, (now - start_at).total_seconds()))
         outgoing[link].append(
             pb.Dispatch(
                 execution_id=key.id,
@@ -548,8 +559,12 @@ class Engine:
         self._heartbeats.add((link, Fenced(key, message.fence)))
 
     async def _record(self, batch: list[tuple[Link | None, AttemptResult]]) -> None:
+        began = time.perf_counter()
         outcome = await self._store.occurrences.record_results([r for _, r in batch])
         self.stats.record_batches += 1
+        if self.metrics is not None:
+            self.metrics.record_seconds.observe(time.perf_counter() - began)
+            self.metrics.record_size.observe(len(batch))
         links = {(r.key, r.fence): link for link, r in batch}
         outcomes = {(r.key, r.fence): r.outcome for _, r in batch}
         acks: defaultdict[Link, pb.Acknowledgements] = defaultdict(pb.Acknowledgements)
@@ -576,6 +591,8 @@ class Engine:
 
     def _finished(self, recorded: Recorded, outcome: Outcome | None) -> None:
         """After a recorded attempt: counts, breaker, overlap queue, and a retry into the wheel."""
+        if self.metrics is not None and outcome is not None:
+            self.metrics.executions.labels(outcome.value).inc()
         entry = self._done(recorded.key)
         if entry is None:
             return

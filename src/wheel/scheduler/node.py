@@ -32,6 +32,7 @@ from wheel.scheduler.engine import Engine, jitter
 from wheel.scheduler.links import Links
 from wheel.scheduler.loader import Loader
 from wheel.scheduler.materialiser import Materialiser
+from wheel.scheduler.metrics import NodeMetrics
 from wheel.scheduler.stream import ExecutorStreamService
 from wheel.store import Store
 
@@ -62,6 +63,8 @@ class SchedulerNode:
         self.engine: Engine | None = None
         self.loader: Loader | None = None
         self._materialiser: Materialiser | None = None
+        self.metrics: NodeMetrics | None = None
+        self.metrics_address = ""
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -97,6 +100,12 @@ class SchedulerNode:
         await server.start()
         host = config.listen.rsplit(":", 1)[0]
         self.address = config.advertise or f"{host}:{port}"
+        if config.metrics_listen:
+            self.metrics = NodeMetrics()
+            self.metrics.watch(engine)
+            engine.metrics = self.metrics
+            host, port = self.metrics.serve(config.metrics_listen)
+            self.metrics_address = f"{host}:{port}"
         engine.start()
         await self._check_clock()
         self._tasks = [
@@ -263,7 +272,11 @@ class SchedulerNode:
         assert self._materialiser is not None
         assert self.engine is not None
         if self.engine.owned:
-            await self._materialiser.run(list(self.engine.owned))
+            owned = list(self.engine.owned)
+            await self._materialiser.run(owned)
+            if self.metrics is not None:
+                lag = await self._materialiser.horizon_lag(owned)
+                self.metrics.horizon_lag_s = lag.total_seconds()
 
     async def _maintain(self) -> None:
         assert self._store is not None
@@ -296,6 +309,8 @@ class SchedulerNode:
         assert self._store is not None
         reading = await measure(self._store)
         self.clock_offset_ms = reading.offset_ms
+        if self.metrics is not None:
+            self.metrics.clock_offset_s = reading.offset_ms / 1000
         if abs(reading.offset_ms) <= self.config.max_clock_offset_ms:
             if not self.clock_fit.is_set():
                 log.info("node.clock_fit", extra={"offset_ms": round(reading.offset_ms, 1)})

@@ -130,6 +130,13 @@ class ReadyQueues:
         """Pools with occurrences waiting."""
         return list(self._pools)
 
+    def oldest_fire_at_ms(self) -> int | None:
+        """The earliest instant of anything waiting (the backlog's age starts there)."""
+        heads = [
+            heap[0][3].fire_at_ms for pool in self._pools.values() for heap in pool.heaps.values()
+        ]
+        return min(heads, default=None)
+
     def waiting(self, pool_name: str) -> int:
         pool = self._pools.get(pool_name)
         return pool.size if pool else 0

@@ -1,0 +1,127 @@
+"""Prometheus metrics of a scheduler node, served over HTTP when `metrics_listen` is set.
+
+Each node has a registry of its own (nodes in one process do not collide).
+Events are counted where they happen (the engine calls `observe_*`); state
+(wheel size, partitions, backlog, upcoming load) is read from the engine at
+scrape time by a collector, so nothing is kept twice.
+
+    wheel_firing_lateness_seconds     histogram  dispatch time minus the instant (0 when ahead)
+    wheel_executions_total{outcome}   counter    attempts recorded, by outcome
+    wheel_claim_batch_size            histogram  occurrences per claim statement
+    wheel_claim_seconds               histogram  claim statement latency
+    wheel_record_batch_size           histogram  results per record statement
+    wheel_record_seconds              histogram  record statement latency
+    wheel_wheel_timers                gauge      occurrences in the timing wheel
+    wheel_owned_partitions            gauge
+    wheel_ready{pool}                 gauge      fired, waiting for executor credit
+    wheel_in_flight                   gauge      claimed and not yet finished
+    wheel_executor_credit{pool}       gauge      dispatches executors allow now
+    wheel_backlog_age_seconds         gauge      oldest due-but-unclaimed occurrence's age
+    wheel_upcoming{pool,within}       gauge      loaded occurrences due within 1 and 5 minutes
+                                                 (a pre-scaling signal for executors)
+    wheel_horizon_lag_seconds         gauge      how far materialisation trails now
+    wheel_clock_offset_seconds        gauge      database clock minus this node's
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+from prometheus_client import CollectorRegistry, Histogram, start_http_server
+from prometheus_client import Counter as CounterMetric
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from wheel.scheduler.engine import Engine
+
+_LATENESS_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60)
+_SIZE_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
+_SECONDS_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5)
+_UPCOMING = (("1m", 60_000), ("5m", 300_000))
+
+
+class NodeMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.lateness = Histogram(
+            "wheel_firing_lateness_seconds", "Dispatch time minus the scheduled instant.",
+            buckets=_LATENESS_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.executions = CounterMetric(
+            "wheel_executions", "Attempts recorded, by outcome.", ["outcome"], registry=r
+        )
+        self.claim_size = Histogram("wheel_claim_batch_size", "Occurrences per claim.",
+                                    buckets=_SIZE_BUCKETS, registry=r)  # fmt: skip
+        self.claim_seconds = Histogram("wheel_claim_seconds", "Claim statement latency.",
+                                       buckets=_SECONDS_BUCKETS, registry=r)  # fmt: skip
+        self.record_size = Histogram("wheel_record_batch_size", "Results per record statement.",
+                                     buckets=_SIZE_BUCKETS, registry=r)  # fmt: skip
+        self.record_seconds = Histogram("wheel_record_seconds", "Record statement latency.",
+                                        buckets=_SECONDS_BUCKETS, registry=r)  # fmt: skip
+        self.horizon_lag_s = 0.0
+        self.clock_offset_s = 0.0
+
+    def watch(self, engine: Engine) -> None:
+        """Read the engine's state at every scrape."""
+        self.registry.register(_EngineCollector(engine, self))
+
+    def serve(self, listen: str) -> tuple[str, int]:
+        """Serve /metrics on `host:port` (port 0 picks one); returns the bound address."""
+        host, _, port = listen.rpartition(":")
+        server, _thread = start_http_server(int(port), addr=host or "0.0.0.0",
+                                            registry=self.registry)  # fmt: skip
+        return host, int(server.server_address[1])
+
+
+class _EngineCollector(Collector):
+    def __init__(self, engine: Engine, metrics: NodeMetrics) -> None:
+        self._engine = engine
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        engine = self._engine
+        yield _gauge("wheel_wheel_timers", "Occurrences in the timing wheel.", len(engine.driver))
+        yield _gauge("wheel_owned_partitions", "Partitions owned.", len(engine.owned))
+        yield _gauge("wheel_in_flight", "Claimed and not yet finished.", len(engine.in_flight))
+        ready = GaugeMetricFamily("wheel_ready", "Fired, waiting for credit.", labels=["pool"])
+        credit = GaugeMetricFamily("wheel_executor_credit", "Dispatches allowed now.",
+                                   labels=["pool"])  # fmt: skip
+        pools = set(engine.ready.pools()) | {p for link in engine.links for p in link.pools}
+        for pool in sorted(pools):
+            ready.add_metric([pool], engine.ready.waiting(pool))
+            credit.add_metric([pool], engine.links.credit(pool))
+        yield ready
+        yield credit
+        oldest = engine.ready.oldest_fire_at_ms()
+        age = max(0.0, time.time() - oldest / 1000) if oldest is not None else 0.0
+        yield _gauge("wheel_backlog_age_seconds", "Oldest due-but-unclaimed age.", age)
+        upcoming = GaugeMetricFamily(
+            "wheel_upcoming", "Loaded occurrences due within a window, by pool.",
+            labels=["pool", "within"],
+        )  # fmt: skip
+        for (pool, within), count in sorted(_upcoming(engine, time.time).items()):
+            upcoming.add_metric([pool, within], count)
+        yield upcoming
+        metrics = self._metrics
+        yield _gauge("wheel_horizon_lag_seconds", "Materialisation behind now.",
+                     metrics.horizon_lag_s)  # fmt: skip
+        yield _gauge("wheel_clock_offset_seconds", "Database clock minus this node's.",
+                     metrics.clock_offset_s)  # fmt: skip
+
+
+def _upcoming(engine: Engine, clock: Callable[[], float]) -> Counter[tuple[str, str]]:
+    now_ms = int(clock() * 1000)
+    counts: Counter[tuple[str, str]] = Counter()
+    for ready in engine.known.values():
+        ahead = ready.fire_at_ms - now_ms
+        for label, window_ms in _UPCOMING:
+            if 0 <= ahead < window_ms:
+                counts[(ready.pool, label)] += 1
+    return counts
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, value=value)
