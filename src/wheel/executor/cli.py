@@ -77,6 +77,12 @@ def _pools(values: tuple[str, ...]) -> dict[str, int]:
     show_default=True,
     help="Seconds running handlers may go on after SIGTERM before they are cancelled.",
 )
+@click.option(
+    "--metrics-listen",
+    envvar="WHEEL_METRICS_LISTEN",
+    default="",
+    help="host:port to serve Prometheus metrics on (env WHEEL_METRICS_LISTEN); empty: off.",
+)
 def executor(
     executor_id: str,
     cluster: str,
@@ -84,6 +90,7 @@ def executor(
     modules: tuple[str, ...],
     pools: tuple[str, ...],
     drain_timeout: float,
+    metrics_listen: str,
 ) -> None:
     """Run task handlers for the scheduler nodes; SIGTERM drains and exits."""
     from wheel.executor.config import ExecutorConfig
@@ -102,6 +109,7 @@ def executor(
             task_modules=modules,
             pools=_pools(pools),
             drain_timeout_s=drain_timeout,
+            metrics_listen=metrics_listen,
         )
         eventloop.run(run_executor(config))
     except WheelError as exc:

@@ -41,6 +41,8 @@ class ExecutorConfig:
     """Worker threads for sync handlers; None: the total concurrency of all pools."""
     session_ttl_s: int = 10
     """TTL of the lease the executor's registration lives under."""
+    metrics_listen: str = ""
+    """host:port for Prometheus metrics (/metrics); empty: not served."""
 
     def __post_init__(self) -> None:
         for name in ("executor_id", "cluster"):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -64,11 +65,17 @@ class Executions:
         self._wall = wall
         self._cancel_grace_s = cancel_grace_s
         self._held: dict[tuple[str, int], _Held] = {}
+        self.finished: Counter[str] = Counter()
+        """Executions run to a report here, by outcome (for metrics)."""
         self._tasks: set[asyncio.Task[None]] = set()
         self.draining = False
 
     def __len__(self) -> int:
         return len(self._held)
+
+    def phases(self) -> Counter[str]:
+        """Held executions by phase (waiting, running, ...)."""
+        return Counter(held.execution.phase for held in self._held.values())
 
     def phase(self, execution_id: str, fence: int) -> str | None:
         """`waiting` or `running` while held; None once it has ended (or was never here)."""
@@ -210,6 +217,7 @@ class Executions:
             del self._held[key]
         if report is not None:
             self._outbox.add(report, held.origin)
+            self.finished[report.outcome.name.lower()] += 1
             log.debug(
                 "executions.finished",
                 extra={"execution": key[0], "fence": key[1], "outcome": report.outcome.name},

@@ -28,6 +28,7 @@ from wheel.executor.config import ExecutorConfig
 from wheel.executor.connection import Identity, NodeLink
 from wheel.executor.discovery import ClusterView, Discovery
 from wheel.executor.executions import Executions
+from wheel.executor.metrics import ExecutorMetrics
 from wheel.executor.outbox import Outbox
 from wheel.executor.registration import Registration
 from wheel.executor.routing import Router
@@ -58,6 +59,8 @@ class Executor:
         self.executions: Executions | None = None
         self.registration: Registration | None = None
         self.discovery: Discovery | None = None
+        self.metrics: ExecutorMetrics | None = None
+        self.metrics_port = 0
 
     async def __aenter__(self) -> Executor:
         await self.start()
@@ -101,6 +104,9 @@ class Executor:
             task_types=self.identity.task_types,
             capacity=config.capacity,
         )
+        if config.metrics_listen:
+            self.metrics = ExecutorMetrics(self.executions, self.outbox, self.router)
+            self.metrics_port = self.metrics.serve(config.metrics_listen)
         self.registration = Registration(self._etcd, self.layout, info, ttl_s=config.session_ttl_s)
         self.discovery = Discovery(self._view, self._link)
         self._tasks = [

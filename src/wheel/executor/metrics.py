@@ -1,0 +1,64 @@
+"""Prometheus metrics of an executor, read from its state at scrape time.
+
+wheel_executor_executions_total{outcome}  counter  handlers run to a report, by outcome
+wheel_executor_in_flight{phase}           gauge    held dispatches: waiting for their
+                                                   instant or a slot, or running
+wheel_executor_credit{node,pool}          gauge    credit granted to a node and not used
+wheel_executor_results_unacknowledged     gauge    results kept until a node records them
+wheel_executor_streams                    gauge    live streams (one per scheduler node)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from wheel.executor.executions import Executions
+from wheel.executor.outbox import Outbox
+from wheel.executor.routing import Router
+
+
+class ExecutorMetrics(Collector):
+    def __init__(self, executions: Executions, outbox: Outbox, router: Router) -> None:
+        self._executions = executions
+        self._outbox = outbox
+        self._router = router
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.registry.register(self)
+
+    def serve(self, listen: str) -> int:
+        """Serve /metrics on `host:port` (port 0 picks one); returns the port."""
+        host, _, port = listen.rpartition(":")
+        server, _thread = start_http_server(int(port), addr=host or "0.0.0.0",
+                                            registry=self.registry)  # fmt: skip
+        return int(server.server_address[1])
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        finished = CounterMetricFamily(
+            "wheel_executor_executions", "Handlers run to a report, by outcome.",
+            labels=["outcome"],
+        )  # fmt: skip
+        for outcome, count in sorted(self._executions.finished.items()):
+            finished.add_metric([outcome], count)
+        yield finished
+        in_flight = GaugeMetricFamily("wheel_executor_in_flight", "Held dispatches by phase.",
+                                      labels=["phase"])  # fmt: skip
+        for phase, count in sorted(self._executions.phases().items()):
+            in_flight.add_metric([phase], count)
+        yield in_flight
+        credit = GaugeMetricFamily("wheel_executor_credit", "Credit granted and not used.",
+                                   labels=["node", "pool"])  # fmt: skip
+        streams = self._router.live()
+        for stream in streams:
+            for pool, count in sorted(stream.credit.items()):
+                credit.add_metric([stream.node_id, pool], count)
+        yield credit
+        unacknowledged = len(self._outbox)
+        yield GaugeMetricFamily(
+            "wheel_executor_results_unacknowledged", "Results kept until recorded.",
+            value=unacknowledged,
+        )  # fmt: skip
+        yield GaugeMetricFamily("wheel_executor_streams", "Live streams.", value=len(streams))
