@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from wheel import eventloop, logs
+from wheel import configfile, eventloop, logs
 from wheel.errors import WheelError
 
 
@@ -33,6 +33,7 @@ def _pools(values: tuple[str, ...]) -> dict[str, int]:
 
 
 @click.command()
+@configfile.option()
 @click.option(
     "--executor-id",
     envvar="WHEEL_EXECUTOR_ID",

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from wheel import eventloop
+from wheel import configfile, eventloop
 from wheel.scheduler.config import SchedulerConfig
 
 _HELP = {
@@ -42,6 +42,7 @@ def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @click.command()
+@configfile.option()
 @config_options
 def scheduler(**options: Any) -> None:
     """Run a scheduler node until SIGTERM or Ctrl-C (then hand its partitions over)."""
