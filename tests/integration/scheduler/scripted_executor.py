@@ -114,9 +114,13 @@ class ScriptedExecutor:
 
     async def _run(self, dispatch: pb.Dispatch) -> None:
         start_at = dispatch.start_at.ToDatetime(UTC)
-        delay = (start_at - datetime.now(UTC)).total_seconds()
-        if delay > 0:
-            await asyncio.sleep(delay)  # the protocol: never start before start_at
+        # The protocol: never start before start_at. A loop timer may fire up to its
+        # resolution (1 ms under uvloop) early: check the wall clock again.
+        while True:
+            delay = (start_at - datetime.now(UTC)).total_seconds()
+            if delay <= 0:
+                break
+            await asyncio.sleep(delay)
         started = datetime.now(UTC)
         self.runs.append(
             Run(
