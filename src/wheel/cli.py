@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from wheel import devcluster, eventloop, logs
+from wheel.admin_cli import tenants, tokens
 from wheel.errors import WheelError
 from wheel.executor.cli import executor
 from wheel.scheduler.cli import scheduler
@@ -123,6 +124,8 @@ def shards(endpoint: str, cluster: str, output: str) -> None:
 
 
 cli.add_command(scheduler)
+cli.add_command(tenants)
+cli.add_command(tokens)
 cli.add_command(executor)
 
 

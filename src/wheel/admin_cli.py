@@ -1,0 +1,103 @@
+"""`wheel tenants` and `wheel tokens`: the operator's commands, straight against Postgres.
+
+Tenants and tokens are administration, not tenant work: these commands take
+the database DSN (`WHEEL_POSTGRES_DSN`), never a tenant token. A token's
+secret is printed once, at creation; only its SHA-256 is stored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from wheel import eventloop
+from wheel.errors import WheelError
+from wheel.model.ids import TenantId
+from wheel.store import Store
+
+T = TypeVar("T")
+
+_DSN = click.option(
+    "--dsn",
+    envvar="WHEEL_POSTGRES_DSN",
+    required=True,
+    help="Postgres connection URI (env WHEEL_POSTGRES_DSN; keep passwords out of shell history).",
+)
+_OUTPUT = click.option(
+    "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+
+
+def _with_store(dsn: str, work: Callable[[Store], Awaitable[T]]) -> T:
+    async def run() -> T:
+        store = await Store.open(dsn, min_size=1, max_size=1)
+        try:
+            return await work(store)
+        finally:
+            await store.close()
+
+    try:
+        return eventloop.run(run())
+    except WheelError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _show(output: str, title: str, record: dict[str, Any]) -> None:
+    if output == "json":
+        click.echo(json.dumps(record, indent=2, default=str))
+        return
+    table = Table("field", "value", title=title)
+    for key, value in record.items():
+        table.add_row(key, "-" if value is None else str(value))
+    Console().print(table)
+
+
+@click.group()
+def tenants() -> None:
+    """Create tenants (each sees only its own jobs and executions)."""
+
+
+@tenants.command("create")
+@click.argument("name")
+@click.option("--max-in-flight", type=int, default=1000, show_default=True,
+              help="Most of the tenant's executions dispatched or running at once.")  # fmt: skip
+@_DSN
+@_OUTPUT
+def create_tenant(name: str, max_in_flight: int, dsn: str, output: str) -> None:
+    """Create a tenant named NAME."""
+    tenant = _with_store(dsn, lambda s: s.tenants.create(name, max_in_flight=max_in_flight))
+    _show(output, "tenant created", dataclasses.asdict(tenant))
+
+
+@click.group()
+def tokens() -> None:
+    """Create and revoke API tokens (the bearer token decides the tenant of every call)."""
+
+
+@tokens.command("create")
+@click.option("--tenant", "tenant_id", type=click.UUID, required=True, help="The tenant's id.")
+@click.option("--name", required=True, help="What the token is for (shown in listings).")
+@_DSN
+@_OUTPUT
+def create_token(tenant_id: uuid.UUID, name: str, dsn: str, output: str) -> None:
+    """Create a token; its secret is shown now and never again."""
+    info, secret = _with_store(dsn, lambda s: s.tenants.create_token(TenantId(tenant_id), name))
+    _show(output, "token created (copy the secret now: it is not stored)",
+          {**dataclasses.asdict(info), "secret": secret})  # fmt: skip
+
+
+@tokens.command("revoke")
+@click.argument("token_id", type=click.UUID)
+@_DSN
+@_OUTPUT
+def revoke_token(token_id: uuid.UUID, dsn: str, output: str) -> None:
+    """Revoke a token by its id: calls carrying it are refused from now on."""
+    info = _with_store(dsn, lambda s: s.tenants.revoke_token(token_id))
+    _show(output, "token revoked", dataclasses.asdict(info))
