@@ -20,7 +20,10 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
 
+from wheel._proto.wheel.v1 import executor_pb2
 from wheel._proto.wheel.v1 import executor_pb2_grpc as pb_grpc
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
@@ -65,6 +68,8 @@ class SchedulerNode:
         self._materialiser: Materialiser | None = None
         self.metrics: NodeMetrics | None = None
         self.metrics_address = ""
+        self._health: health.aio.HealthServicer | None = None
+        self._health_status: int | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -96,6 +101,19 @@ class SchedulerNode:
         pb_grpc.add_ExecutorStreamServicer_to_server(
             ExecutorStreamService(engine, self.node_id), server
         )
+        # Standard health checking (SERVING only once joined, loaded and with a sane
+        # clock: what a readiness probe asks) and reflection (grpcurl, grpc_cli).
+        self._health = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
+        reflection.enable_server_reflection(
+            [
+                executor_pb2.DESCRIPTOR.services_by_name["ExecutorStream"].full_name,
+                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                reflection.SERVICE_NAME,
+            ],
+            server,
+        )
+        await self._refresh_health()
         port = server.add_insecure_port(config.listen)
         await server.start()
         host = config.listen.rsplit(":", 1)[0]
@@ -153,6 +171,20 @@ class SchedulerNode:
         finally:
             await self.stop()
 
+    async def _refresh_health(self) -> None:
+        """SERVING while the node is a member with its partitions loaded and a sane clock."""
+        if self._health is None:
+            return
+        serving = self.ready.is_set() and self.clock_fit.is_set()
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if serving
+            else (health_pb2.HealthCheckResponse.NOT_SERVING)
+        )
+        if status != self._health_status:
+            self._health_status = status
+            await self._health.set("", status)
+
     # -- membership ------------------------------------------------------------------------
 
     async def _membership_while_fit(self) -> None:
@@ -192,6 +224,7 @@ class SchedulerNode:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self.ready.clear()
+        await self._refresh_health()
 
     def _spawn_ready_watch(self, membership: Membership) -> None:
         async def watch() -> None:
@@ -200,6 +233,7 @@ class SchedulerNode:
             if ownership is not None:
                 await ownership.settled.wait()
             self.ready.set()
+            await self._refresh_health()
 
         task = asyncio.create_task(watch())
         self._tasks.append(task)
@@ -315,8 +349,10 @@ class SchedulerNode:
             if not self.clock_fit.is_set():
                 log.info("node.clock_fit", extra={"offset_ms": round(reading.offset_ms, 1)})
                 self.clock_fit.set()
+                await self._refresh_health()
             return
         self.clock_fit.clear()
+        await self._refresh_health()
         log.error(
             "node.clock_unfit",
             extra={

@@ -1,0 +1,35 @@
+"""A node's gRPC health (what a readiness probe asks) and reflection."""
+
+from __future__ import annotations
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from tests.integration.scheduler.conftest import NodeFactory
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+async def test_serving_once_ready_and_not_while_its_clock_is_off(start_node: NodeFactory) -> None:
+    node = await start_node()
+    async with grpc.aio.insecure_channel(node.address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        await node.ready.wait()
+        assert (await stub.Check(health_pb2.HealthCheckRequest())).status == SERVING
+    unfit = await start_node("node-b", max_clock_offset_ms=0.000001)
+    async with grpc.aio.insecure_channel(unfit.address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        assert (await stub.Check(health_pb2.HealthCheckRequest())).status == NOT_SERVING
+
+
+async def test_reflection_lists_the_services(start_node: NodeFactory) -> None:
+    node = await start_node()
+    async with grpc.aio.insecure_channel(node.address) as channel:
+        stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+        request = reflection_pb2.ServerReflectionRequest(list_services="")
+        responses = stub.ServerReflectionInfo(iter([request]))
+        (response,) = [r async for r in responses]
+    names = {s.name for s in response.list_services_response.service}
+    assert {"wheel.v1.ExecutorStream", "grpc.health.v1.Health"} <= names
