@@ -96,6 +96,16 @@ async def etcd_prefix(local_services: LocalServices) -> AsyncIterator[str]:
         await client.close()
 
 
+async def delete_cluster_keys(local_services: LocalServices, cluster: str) -> None:
+    """Remove everything a cluster of that name left in etcd (`/wheel/<cluster>/`)."""
+    client = aetcd.Client(host="127.0.0.1", port=local_services.etcd.port)
+    await client.connect()
+    try:
+        await client.delete_prefix(f"/wheel/{cluster}/".encode())
+    finally:
+        await client.close()
+
+
 @pytest.fixture
 async def etcd_client(local_services: LocalServices) -> AsyncIterator[aetcd.Client]:
     """A connected (raw aetcd) etcd client."""

@@ -17,22 +17,12 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from wheel import eventloop
+from wheel import cli_options, eventloop
 from wheel.errors import WheelError
 from wheel.model.ids import TenantId
 from wheel.store import Store
 
 T = TypeVar("T")
-
-_DSN = click.option(
-    "--dsn",
-    envvar="WHEEL_POSTGRES_DSN",
-    required=True,
-    help="Postgres connection URI (env WHEEL_POSTGRES_DSN; keep passwords out of shell history).",
-)
-_OUTPUT = click.option(
-    "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
-)
 
 
 def _with_store(dsn: str, work: Callable[[Store], Awaitable[T]]) -> T:
@@ -68,8 +58,8 @@ def tenants() -> None:
 @click.argument("name")
 @click.option("--max-in-flight", type=int, default=1000, show_default=True,
               help="Most of the tenant's executions dispatched or running at once.")  # fmt: skip
-@_DSN
-@_OUTPUT
+@cli_options.dsn
+@cli_options.output
 def create_tenant(name: str, max_in_flight: int, dsn: str, output: str) -> None:
     """Create a tenant named NAME."""
     tenant = _with_store(dsn, lambda s: s.tenants.create(name, max_in_flight=max_in_flight))
@@ -84,8 +74,8 @@ def tokens() -> None:
 @tokens.command("create")
 @click.option("--tenant", "tenant_id", type=click.UUID, required=True, help="The tenant's id.")
 @click.option("--name", required=True, help="What the token is for (shown in listings).")
-@_DSN
-@_OUTPUT
+@cli_options.dsn
+@cli_options.output
 def create_token(tenant_id: uuid.UUID, name: str, dsn: str, output: str) -> None:
     """Create a token; its secret is shown now and never again."""
     info, secret = _with_store(dsn, lambda s: s.tenants.create_token(TenantId(tenant_id), name))
@@ -95,8 +85,8 @@ def create_token(tenant_id: uuid.UUID, name: str, dsn: str, output: str) -> None
 
 @tokens.command("revoke")
 @click.argument("token_id", type=click.UUID)
-@_DSN
-@_OUTPUT
+@cli_options.dsn
+@cli_options.output
 def revoke_token(token_id: uuid.UUID, dsn: str, output: str) -> None:
     """Revoke a token by its id: calls carrying it are refused from now on."""
     info = _with_store(dsn, lambda s: s.tenants.revoke_token(token_id))

@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from wheel import devcluster, eventloop, logs
+from wheel import cli_options, devcluster, eventloop, logs
 from wheel.admin_cli import tenants, tokens
 from wheel.errors import WheelError
 from wheel.executor.cli import executor
@@ -65,12 +65,7 @@ def dev(data_dir: Path | None, etcd_port: int, postgres_port: int) -> None:
 
 
 @cli.command()
-@click.option(
-    "--dsn",
-    envvar="WHEEL_POSTGRES_DSN",
-    required=True,
-    help="Postgres connection URI (env WHEEL_POSTGRES_DSN; keep passwords out of shell history).",
-)
+@cli_options.dsn
 def migrate(dsn: str) -> None:
     """Bring the database schema up to date (safe to run from several processes at once)."""
     from wheel.store import migrate as run_migrations
@@ -82,13 +77,7 @@ def migrate(dsn: str) -> None:
 
 
 @cli.command()
-@click.option(
-    "--etcd",
-    "endpoint",
-    envvar="WHEEL_ETCD_ENDPOINT",
-    required=True,
-    help="etcd client URL, e.g. http://127.0.0.1:2379 (env WHEEL_ETCD_ENDPOINT).",
-)
+@cli_options.etcd
 @click.option(
     "--cluster",
     envvar="WHEEL_CLUSTER",
@@ -96,7 +85,7 @@ def migrate(dsn: str) -> None:
     show_default=True,
     help="Cluster name: keys live under /wheel/<cluster>/ (env WHEEL_CLUSTER).",
 )
-@click.option("--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@cli_options.output
 def shards(endpoint: str, cluster: str, output: str) -> None:
     """Every partition, the node that owns it and its epoch (as etcdctl would show them)."""
     from wheel.coordinator import shards as listing

@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 
-import aetcd
 import pytest
 
+from tests.conftest import delete_cluster_keys
 from tests.e2e.cluster import Cluster
 from wheel.local import LocalServices
 
@@ -20,9 +20,4 @@ async def cluster(local_services: LocalServices, database_dsn: str) -> AsyncIter
         yield running
     finally:
         running.stop()
-        client = aetcd.Client(host="127.0.0.1", port=local_services.etcd.port)
-        await client.connect()
-        try:
-            await client.delete_prefix(f"/wheel/{name}/".encode())
-        finally:
-            await client.close()
+        await delete_cluster_keys(local_services, name)

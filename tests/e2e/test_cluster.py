@@ -11,7 +11,7 @@ import asyncio
 import itertools
 import signal
 import statistics
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -24,15 +24,6 @@ from wheel.scheduler.registration import register_job, register_jobs
 from wheel.store import Store
 
 PARTITIONS = int(FAST["partitions"])
-
-
-@pytest.fixture
-async def store(database_dsn: str) -> AsyncIterator[Store]:
-    opened = await Store.open(database_dsn, min_size=1, max_size=8)
-    try:
-        yield opened
-    finally:
-        await opened.close()
 
 
 async def up(cluster: Cluster, nodes: int = 3, executors: int = 2, **node_options: Any) -> None:

@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from wheel import configfile, eventloop, logs
+from wheel import cli_options, configfile, eventloop, logs
 from wheel.errors import WheelError
 
 
@@ -48,13 +48,7 @@ def _pools(values: tuple[str, ...]) -> dict[str, int]:
     show_default=True,
     help="Cluster name: keys live under /wheel/<cluster>/ (env WHEEL_CLUSTER).",
 )
-@click.option(
-    "--etcd",
-    "endpoint",
-    envvar="WHEEL_ETCD_ENDPOINT",
-    required=True,
-    help="etcd client URL, e.g. http://127.0.0.1:2379 (env WHEEL_ETCD_ENDPOINT).",
-)
+@cli_options.etcd
 @click.option(
     "--tasks",
     "modules",

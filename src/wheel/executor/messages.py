@@ -10,12 +10,11 @@ import enum
 import traceback
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
-
-from google.protobuf.timestamp_pb2 import Timestamp
+from datetime import datetime
 
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.model.ids import ExecutionId, JobId
+from wheel.timestamps import to_datetime, to_timestamp
 
 ERROR_LIMIT_BYTES = 4096
 """An error text is capped at this size: the type and message first, then the traceback's end."""
@@ -77,8 +76,8 @@ def dispatch_from_proto(message: pb.Dispatch) -> Dispatch:
     for name in ("scheduled_for", "deadline"):
         if not message.HasField(name):
             raise ValueError(f"{name} is not set")
-    scheduled_for = _instant(message.scheduled_for)
-    start_at = _instant(message.start_at) if message.HasField("start_at") else scheduled_for
+    scheduled_for = to_datetime(message.scheduled_for)
+    start_at = to_datetime(message.start_at) if message.HasField("start_at") else scheduled_for
     return Dispatch(
         execution_id=ExecutionId(message.execution_id),
         job_id=job_id,
@@ -89,7 +88,7 @@ def dispatch_from_proto(message: pb.Dispatch) -> Dispatch:
         fence=message.fence,
         scheduled_for=scheduled_for,
         start_at=start_at,
-        deadline=_instant(message.deadline),
+        deadline=to_datetime(message.deadline),
     )
 
 
@@ -99,10 +98,10 @@ def report_to_proto(report: Report) -> pb.ExecutorMessage:
         fence=report.fence,
         outcome=report.outcome.value,
         error=report.error,
-        finished_at=_timestamp(report.finished_at),
+        finished_at=to_timestamp(report.finished_at),
     )
     if report.started_at is not None:
-        result.started_at.CopyFrom(_timestamp(report.started_at))
+        result.started_at.CopyFrom(to_timestamp(report.started_at))
     return pb.ExecutorMessage(result=result)
 
 
@@ -150,13 +149,3 @@ def cap_error(text: str) -> str:
     if len(raw) <= ERROR_LIMIT_BYTES:
         return text
     return raw[: ERROR_LIMIT_BYTES - 3].decode(errors="ignore") + "..."
-
-
-def _instant(timestamp: Timestamp) -> datetime:
-    return timestamp.ToDatetime(tzinfo=UTC)
-
-
-def _timestamp(instant: datetime) -> Timestamp:
-    timestamp = Timestamp()
-    timestamp.FromDatetime(instant)
-    return timestamp

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from wheel import metrics_http
 from wheel.executor.executions import Executions
 from wheel.executor.outbox import Outbox
 from wheel.executor.routing import Router
@@ -31,10 +32,7 @@ class ExecutorMetrics(Collector):
 
     def serve(self, listen: str) -> int:
         """Serve /metrics on `host:port` (port 0 picks one); returns the port."""
-        host, _, port = listen.rpartition(":")
-        server, _thread = start_http_server(int(port), addr=host or "0.0.0.0",
-                                            registry=self.registry)  # fmt: skip
-        return int(server.server_address[1])
+        return metrics_http.serve(self.registry, listen)[1]
 
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
         finished = CounterMetricFamily(

@@ -20,15 +20,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
-
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.errors import WheelError
@@ -49,6 +46,7 @@ from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.links import Link, Links
 from wheel.scheduler.ready import Ready, ReadyQueues
 from wheel.store import Store
+from wheel.timestamps import to_datetime, to_timestamp
 from wheel.timingwheel import FiredBatch, WheelDriver
 
 if TYPE_CHECKING:
@@ -69,15 +67,6 @@ _NOT_STARTED_BACKOFF_MS = 1000
 
 def _ms(instant: datetime) -> int:
     return int(instant.timestamp() * 1000)
-
-
-_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-
-
-def _timestamp(instant: datetime) -> Timestamp:
-    micros = (instant - _UNIX_EPOCH) // _MICROSECOND  # exact: no float on the way
-    return Timestamp(seconds=micros // 1_000_000, nanos=micros % 1_000_000 * 1000)
 
 
 @dataclass(slots=True, eq=False)
@@ -239,9 +228,6 @@ class Engine:
         slice_ms = self.config.claim_slice_ms
         return (fire_at_ms - self.config.lead_ms) // slice_ms * slice_ms
 
-    def is_known(self, key: ExecutionKey) -> bool:
-        return key in self.known or key in self.in_flight
-
     def _forget(self, key: ExecutionKey) -> Ready | None:
         ready = self.known.pop(key, None)
         if ready is not None:
@@ -259,9 +245,6 @@ class Engine:
             ready = known.get(key)
             if ready is not None:
                 push(ready)
-        self._wake.set()
-
-    def wake(self) -> None:
         self._wake.set()
 
     async def _dispatch_loop(self) -> None:
@@ -392,8 +375,9 @@ class Engine:
             self.metrics.claim_size.observe(len(batch))
         by_key = {item.key: item for item in batch}
         outgoing: defaultdict[Link, list[pb.Dispatch]] = defaultdict(list)
+        now, expires = datetime.now(UTC), time.monotonic() + config.lease_s + 5
         for claimed in outcome.claimed:
-            self._dispatch(claimed, by_key[claimed.key], outgoing)
+            self._dispatch(claimed, by_key[claimed.key], outgoing, now, expires)
         for link, dispatches in outgoing.items():
             if len(dispatches) == 1:
                 link.send(pb.SchedulerMessage(dispatch=dispatches[0]))
@@ -446,14 +430,19 @@ class Engine:
             self.release_blocked(job_id)
 
     def _dispatch(
-        self, claimed: Claimed, item: Ready, outgoing: dict[Link, list[pb.Dispatch]]
+        self,
+        claimed: Claimed,
+        item: Ready,
+        outgoing: dict[Link, list[pb.Dispatch]],
+        now: datetime,
+        expires: float,
     ) -> None:
         key = item.key  # the loaded key: its id is already made
         self._forget(key)
         # The job may have been edited since it was loaded: route by what was claimed.
         item.pool, item.task_type, item.priority = claimed.pool, claimed.task_type, claimed.priority
         link = self.links.take(claimed.pool, claimed.task_type)
-        entry = InFlight(item, claimed.fence, link, time.monotonic() + self.config.lease_s + 5)
+        entry = InFlight(item, claimed.fence, link, expires)
         self.in_flight[key] = entry
         self.tenant_in_flight[item.tenant] += 1
         self.stats.claimed += 1
@@ -463,7 +452,6 @@ class Engine:
             self.submit_result(None, AttemptResult(key, claimed.fence, Outcome.NOT_STARTED))
             return
         start_at = claimed.fire_at
-        now = datetime.now(UTC)
         deadline = max(start_at, now) + timedelta(seconds=claimed.timeout_s)
         if self.metrics is not None:
             self.metrics.lateness.observe(max(0.0, (now - start_at).total_seconds()))
@@ -476,10 +464,10 @@ class Engine:
                 payload=claimed.payload,
                 attempt=claimed.attempt,
                 fence=claimed.fence,
-                scheduled_for=_timestamp(key.scheduled_for),
-                start_at=_timestamp(start_at),
-                deadline=_timestamp(deadline),
-                lease_until=_timestamp(claimed.lease_until),
+                scheduled_for=to_timestamp(key.scheduled_for),
+                start_at=to_timestamp(start_at),
+                deadline=to_timestamp(deadline),
+                lease_until=to_timestamp(claimed.lease_until),
             )
         )
         self.stats.dispatched += 1
@@ -532,10 +520,10 @@ class Engine:
                 message.fence,
                 outcome,
                 executor_id=link.executor_id,
-                started_at=message.started_at.ToDatetime(UTC)
+                started_at=to_datetime(message.started_at)
                 if message.HasField("started_at")
                 else None,
-                finished_at=message.finished_at.ToDatetime(UTC)
+                finished_at=to_datetime(message.finished_at)
                 if message.HasField("finished_at")
                 else None,
                 error=_clean_error(message.error),
@@ -565,18 +553,17 @@ class Engine:
         if self.metrics is not None:
             self.metrics.record_seconds.observe(time.perf_counter() - began)
             self.metrics.record_size.observe(len(batch))
-        links = {(r.key, r.fence): link for link, r in batch}
-        outcomes = {(r.key, r.fence): r.outcome for _, r in batch}
+        sent = {(r.key, r.fence): (link, r.outcome) for link, r in batch}
         acks: defaultdict[Link, pb.Acknowledgements] = defaultdict(pb.Acknowledgements)
         for recorded in outcome.recorded:
-            link = links.get((recorded.key, recorded.fence))
+            link, attempt_outcome = sent[(recorded.key, recorded.fence)]
             if link is not None:
                 acks[link].accepted.add(execution_id=recorded.key.id, fence=recorded.fence)
-            self._finished(recorded, outcomes.get((recorded.key, recorded.fence)))
+            self._finished(recorded, attempt_outcome)
         self.stats.recorded += len(outcome.recorded)
         for stale in outcome.stale:
             self.stats.stale += 1
-            link = links.get((stale.key, stale.fence))
+            link = sent[(stale.key, stale.fence)][0]
             if link is not None:
                 acks[link].stale.add(
                     execution_id=stale.key.id,
@@ -662,17 +649,9 @@ class Engine:
             self._done(key)
         return len(gone)
 
-    def keys_of(self, partitions: Iterable[PartitionId]) -> int:
-        return sum(len(self._by_partition.get(p, ())) for p in partitions)
-
 
 def _clean_error(error: str) -> str | None:
     """An executor's error text as Postgres can store it (no NUL), bounded."""
     if not error:
         return None
     return error.replace("\x00", "\\0")[:_MAX_ERROR_CHARS]
-
-
-def jitter(seconds: float) -> float:
-    """A little randomness so nodes' periodic work does not line up."""
-    return seconds * (0.8 + 0.4 * random.random())

@@ -29,11 +29,12 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 
-from prometheus_client import CollectorRegistry, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client import Counter as CounterMetric
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from wheel import metrics_http
 from wheel.scheduler.engine import Engine
 
 _LATENESS_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60)
@@ -70,10 +71,7 @@ class NodeMetrics:
 
     def serve(self, listen: str) -> tuple[str, int]:
         """Serve /metrics on `host:port` (port 0 picks one); returns the bound address."""
-        host, _, port = listen.rpartition(":")
-        server, _thread = start_http_server(int(port), addr=host or "0.0.0.0",
-                                            registry=self.registry)  # fmt: skip
-        return host, int(server.server_address[1])
+        return metrics_http.serve(self.registry, listen)
 
 
 class _EngineCollector(Collector):

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import random
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
@@ -31,7 +32,7 @@ from wheel.coordinator.membership import Membership
 from wheel.model.ids import PartitionId
 from wheel.scheduler.clock import measure
 from wheel.scheduler.config import SchedulerConfig
-from wheel.scheduler.engine import Engine, jitter
+from wheel.scheduler.engine import Engine
 from wheel.scheduler.links import Links
 from wheel.scheduler.loader import Loader
 from wheel.scheduler.materialiser import Materialiser
@@ -40,6 +41,12 @@ from wheel.scheduler.stream import ExecutorStreamService
 from wheel.store import Store
 
 log = logging.getLogger(__name__)
+
+
+def jitter(seconds: float) -> float:
+    """A little randomness so nodes' periodic work does not line up."""
+    return seconds * (0.8 + 0.4 * random.random())
+
 
 _PARTITION_DAYS_AHEAD = 2
 _MAINTAIN_INTERVAL_S = 600.0

@@ -7,9 +7,9 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import aetcd
 import pytest
 
+from tests.conftest import delete_cluster_keys
 from wheel.local import LocalServices
 from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.node import SchedulerNode
@@ -22,12 +22,7 @@ async def cluster(local_services: LocalServices) -> AsyncIterator[str]:
     """A cluster name of this test's own; its etcd keys are deleted afterwards."""
     name = f"test-{uuid.uuid4().hex[:12]}"
     yield name
-    client = aetcd.Client(host="127.0.0.1", port=local_services.etcd.port)
-    await client.connect()
-    try:
-        await client.delete_prefix(f"/wheel/{name}/".encode())
-    finally:
-        await client.close()
+    await delete_cluster_keys(local_services, name)
 
 
 def fast_config(**overrides: Any) -> dict[str, Any]:

@@ -11,12 +11,14 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel._proto.wheel.v1 import executor_pb2_grpc as pb_grpc
+from wheel.scheduler.node import SchedulerNode
 
 Behaviour = Callable[[pb.Dispatch], Awaitable[tuple[int, str]]]
 """Returns (Result.Outcome, error)."""
@@ -181,3 +183,11 @@ class ScriptedExecutor:
                 await self._task
         if self._channel is not None:
             await self._channel.close()
+
+
+async def connected(node: SchedulerNode, **options: Any) -> ScriptedExecutor:
+    """A scripted executor streaming to `node`, once the node has joined and loaded."""
+    executor = ScriptedExecutor(node.address, **options)
+    await executor.start()
+    await node.ready.wait()
+    return executor

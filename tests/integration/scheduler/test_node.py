@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.integration.scheduler.conftest import NodeFactory
-from tests.integration.scheduler.scripted_executor import ScriptedExecutor, fail
+from tests.integration.scheduler.scripted_executor import ScriptedExecutor, connected, fail
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.model.executions import ExecutionStatus
 from wheel.model.ids import ExecutionKey, new_job_id
@@ -47,9 +47,7 @@ async def test_a_one_off_job_fires_at_its_instant_exactly_once(
     store: Store, start_node: NodeFactory
 ) -> None:
     node = await start_node()
-    executor = ScriptedExecutor(node.address)
-    await executor.start()
-    await node.ready.wait()
+    executor = await connected(node)
     owner = await tenant(store)
     job = await create_job(store, owner, at(1.5))
     assert job.spec.schedule.at is not None
@@ -67,9 +65,7 @@ async def test_a_cron_job_fires_every_occurrence_in_order(
     store: Store, start_node: NodeFactory
 ) -> None:
     node = await start_node()
-    executor = ScriptedExecutor(node.address)
-    await executor.start()
-    await node.ready.wait()
+    executor = await connected(node)
     owner = await tenant(store)
     await create_job(
         store,
@@ -90,9 +86,7 @@ async def test_failures_retry_with_backoff_then_go_dead(
     store: Store, start_node: NodeFactory
 ) -> None:
     node = await start_node()
-    executor = ScriptedExecutor(node.address, behaviour=fail)
-    await executor.start()
-    await node.ready.wait()
+    executor = await connected(node, behaviour=fail)
     owner = await tenant(store)
     job = await create_job(
         store, owner, at(0.5), max_attempts=3,
@@ -112,9 +106,7 @@ async def test_a_failed_non_idempotent_job_waits_for_review(
     store: Store, start_node: NodeFactory
 ) -> None:
     node = await start_node()
-    executor = ScriptedExecutor(node.address, behaviour=fail)
-    await executor.start()
-    await node.ready.wait()
+    executor = await connected(node, behaviour=fail)
     owner = await tenant(store)
     job = await create_job(store, owner, at(0.5), idempotent=False)
     await executor.wait_for(lambda: len(executor.accepted) == 1)
@@ -169,9 +161,7 @@ async def test_heartbeats_keep_a_long_run_leased(store: Store, start_node: NodeF
         await release.wait()
         return pb.Result.OUTCOME_SUCCEEDED, ""
 
-    executor = ScriptedExecutor(node.address, behaviour=slow)
-    await executor.start()
-    await node.ready.wait()
+    executor = await connected(node, behaviour=slow)
     owner = await tenant(store)
     job = await create_job(store, owner, at(0.5))
     await executor.wait_for(lambda: len(executor.runs) == 1)
@@ -189,9 +179,7 @@ async def test_one_tenants_spike_does_not_hold_back_another_tenant(
     store: Store, start_node: NodeFactory
 ) -> None:
     node = await start_node(claim_batch=50)
-    executor = ScriptedExecutor(node.address, capacity=20)
-    await executor.start()
-    await node.ready.wait()
+    executor = await connected(node, capacity=20)
     noisy, quiet = await tenant(store), await tenant(store)
     when = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
     noisy_jobs = [
@@ -215,9 +203,7 @@ async def test_overlap_skip_records_runs_that_would_overlap(
         await asyncio.sleep(2.5)  # the task's work: outlasts two more occurrences
         return pb.Result.OUTCOME_SUCCEEDED, ""
 
-    executor = ScriptedExecutor(node.address, behaviour=slow)
-    await executor.start()
-    await node.ready.wait()
+    executor = await connected(node, behaviour=slow)
     owner = await tenant(store)
     job = await create_job(
         store, owner, Schedule(kind=ScheduleKind.CRON, cron="* * * * * *"),

@@ -8,7 +8,7 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.scheduler.conftest import NodeFactory
-from tests.integration.scheduler.scripted_executor import ScriptedExecutor
+from tests.integration.scheduler.scripted_executor import connected
 from tests.integration.scheduler.test_node import at, create_job, tenant
 from wheel.store import Store
 
@@ -28,9 +28,7 @@ async def test_metrics_count_the_work_and_show_the_state(
     store: Store, start_node: NodeFactory
 ) -> None:
     node = await start_node(metrics_listen="127.0.0.1:0")
-    executor = ScriptedExecutor(node.address)
-    await executor.start()
-    await node.ready.wait()
+    executor = await connected(node)
     owner = await tenant(store)
     await create_job(store, owner, at(1.0))
     later = await create_job(store, owner, at(45.0))  # in the loaded window, not yet due

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.integration.scheduler.conftest import NodeFactory
-from tests.integration.scheduler.scripted_executor import ScriptedExecutor, fail
+from tests.integration.scheduler.scripted_executor import connected, fail
 from tests.integration.scheduler.test_node import at, create_job, tenant
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.model.executions import ExecutionStatus, NewOccurrence
@@ -23,9 +23,7 @@ async def test_a_paused_job_is_not_dispatched_and_runs_after_resume(
     store: Store, start_node: NodeFactory
 ) -> None:
     node = await start_node()
-    executor = ScriptedExecutor(node.address)
-    await executor.start()
-    await node.ready.wait()
+    executor = await connected(node)
     owner = await tenant(store)
     job = await create_job(store, owner, at(1.0))
     await store.jobs.pause(owner.id, job.id)
@@ -45,9 +43,7 @@ async def test_an_edit_supersedes_loaded_occurrences_the_new_schedule_lacks(
     store: Store, start_node: NodeFactory
 ) -> None:
     node = await start_node()
-    executor = ScriptedExecutor(node.address)
-    await executor.start()
-    await node.ready.wait()
+    executor = await connected(node)
     owner = await tenant(store)
     job = await create_job(
         store, owner, Schedule(kind=ScheduleKind.CRON, cron="*/2 * * * * *"),
@@ -96,9 +92,7 @@ async def test_a_node_taking_over_late_applies_the_misfire_policy(
         ]
     )
     node = await start_node()
-    executor = ScriptedExecutor(node.address)
-    await executor.start()
-    await node.ready.wait()
+    executor = await connected(node)
     await executor.wait_for(lambda: len(executor.accepted) >= 1)
     statuses = {
         policy: [
@@ -119,9 +113,7 @@ async def test_the_breaker_parks_a_failing_task_and_probes_after_the_cooldown(
 ) -> None:
     cooldown = 3.0
     node = await start_node(breaker_failures=2, breaker_cooldown_s=cooldown)
-    executor = ScriptedExecutor(node.address, behaviour=fail)
-    await executor.start()
-    await node.ready.wait()
+    executor = await connected(node, behaviour=fail)
     owner = await tenant(store)
     for n in range(6):  # one a second: the breaker sees each failure before the next fires
         await create_job(store, owner, at(1.0 + n), task_type="flaky", max_attempts=1)
@@ -145,9 +137,7 @@ async def test_overlap_queue_runs_one_queued_occurrence_after_the_running_one(
         finished.append(datetime.now(UTC))
         return pb.Result.OUTCOME_SUCCEEDED, ""
 
-    executor = ScriptedExecutor(node.address, behaviour=slow)
-    await executor.start()
-    await node.ready.wait()
+    executor = await connected(node, behaviour=slow)
     owner = await tenant(store)
     job = await create_job(
         store, owner, Schedule(kind=ScheduleKind.CRON, cron="* * * * * *"),
