@@ -7,6 +7,9 @@
     ├── PackageConflictError   `import wheel` is not this project
     ├── LocalServiceError      an embedded etcd or Postgres failed to start or stop
     ├── NotFound               no such job / execution / tenant (for this tenant)
+    ├── Unauthenticated        no token, or one that is unknown or revoked
+    ├── PermissionDenied       the token is valid but may not do this
+    ├── Unavailable            a server could not be reached or answer now: retry
     ├── Conflict               the write lost a race or breaks a rule of state
     │   ├── VersionConflict    an update named a version that is no longer current
     │   └── InvalidTransition  the object is not in a state that allows this
@@ -54,6 +57,18 @@ class NotFound(WheelError):
         super().__init__(f"{kind} {ident} not found")
         self.kind = kind
         self.ident = ident
+
+
+class Unauthenticated(WheelError):
+    """The call carried no token, or one that is unknown or revoked."""
+
+
+class PermissionDenied(WheelError):
+    """The caller is known but may not do this."""
+
+
+class Unavailable(WheelError):
+    """No server could answer now; the call may be retried (it may or may not have happened)."""
 
 
 class Conflict(WheelError):

@@ -27,7 +27,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from wheel._proto.wheel.v1 import common_pb2 as wheel_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12wheel/v1/api.proto\x12\x08wheel.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15wheel/v1/common.proto\"\xa4\x01\n\x10\x43reateJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\ttask_type\x18\x02 \x01(\t\x12\x0f\n\x07payload\x18\x03 \x01(\x0c\x12$\n\x08schedule\x18\x04 \x01(\x0b\x32\x12.wheel.v1.Schedule\x12\'\n\x08policies\x18\x05 \x01(\x0b\x32\x15.wheel.v1.JobPolicies\x12\x0f\n\x07preview\x18\x06 \x01(\r\"U\n\x11\x43reateJobResponse\x12\x1a\n\x03job\x18\x01 \x01(\x0b\x32\r.wheel.v1.Job\x12$\n\tnext_runs\x18\x02 \x03(\x0b\x32\x11.wheel.v1.NextRun\"\x1b\n\rGetJobRequest\x12\n\n\x02id\x18\x01 \x01(\t\"\x14\n\x06JobRef\x12\n\n\x02id\x18\x01 \x01(\t\"8\n\x0fListJobsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\r\x12\x12\n\npage_token\x18\x02 \x01(\t\"H\n\x10ListJobsResponse\x12\x1b\n\x04jobs\x18\x01 \x03(\x0b\x32\r.wheel.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\".\n\x10UpdateJobRequest\x12\x1a\n\x03job\x18\x01 \x01(\x0b\x32\r.wheel.v1.Job\"\x88\x01\n\x16PreviewScheduleRequest\x12$\n\x08schedule\x18\x01 \x01(\x0b\x32\x12.wheel.v1.Schedule\x12\r\n\x05\x63ount\x18\x02 \x01(\r\x12)\n\x05\x61\x66ter\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06job_id\x18\x04 \x01(\t\"?\n\x17PreviewScheduleResponse\x12$\n\tnext_runs\x18\x01 \x03(\x0b\x32\x11.wheel.v1.NextRun\"\x1a\n\x0c\x45xecutionRef\x12\n\n\x02id\x18\x01 \x01(\t\"\xe6\x01\n\x15ListExecutionsRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12+\n\x08statuses\x18\x02 \x03(\x0e\x32\x19.wheel.v1.ExecutionStatus\x12\x33\n\x0fscheduled_after\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x10scheduled_before\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tpage_size\x18\x05 \x01(\r\x12\x12\n\npage_token\x18\x06 \x01(\t\"Z\n\x16ListExecutionsResponse\x12\'\n\nexecutions\x18\x01 \x03(\x0b\x32\x13.wheel.v1.Execution\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x17\n\x15ListPartitionsRequest\"C\n\x0ePartitionOwner\x12\x11\n\tpartition\x18\x01 \x01(\r\x12\x0f\n\x07node_id\x18\x02 \x01(\t\x12\r\n\x05\x65poch\x18\x03 \x01(\x03\"F\n\x16ListPartitionsResponse\x12,\n\npartitions\x18\x01 \x03(\x0b\x32\x18.wheel.v1.PartitionOwner2\x8f\x04\n\x04Jobs\x12\x44\n\tCreateJob\x12\x1a.wheel.v1.CreateJobRequest\x1a\x1b.wheel.v1.CreateJobResponse\x12\x30\n\x06GetJob\x12\x17.wheel.v1.GetJobRequest\x1a\r.wheel.v1.Job\x12\x41\n\x08ListJobs\x12\x19.wheel.v1.ListJobsRequest\x1a\x1a.wheel.v1.ListJobsResponse\x12\x36\n\tUpdateJob\x12\x1a.wheel.v1.UpdateJobRequest\x1a\r.wheel.v1.Job\x12+\n\x08PauseJob\x12\x10.wheel.v1.JobRef\x1a\r.wheel.v1.Job\x12,\n\tResumeJob\x12\x10.wheel.v1.JobRef\x1a\r.wheel.v1.Job\x12,\n\tDeleteJob\x12\x10.wheel.v1.JobRef\x1a\r.wheel.v1.Job\x12V\n\x0fPreviewSchedule\x12 .wheel.v1.PreviewScheduleRequest\x1a!.wheel.v1.PreviewScheduleResponse\x12\x33\n\nTriggerJob\x12\x10.wheel.v1.JobRef\x1a\x13.wheel.v1.Execution2\x9d\x02\n\nExecutions\x12S\n\x0eListExecutions\x12\x1f.wheel.v1.ListExecutionsRequest\x1a .wheel.v1.ListExecutionsResponse\x12;\n\x0cGetExecution\x12\x16.wheel.v1.ExecutionRef\x1a\x13.wheel.v1.Execution\x12=\n\x0eRetryExecution\x12\x16.wheel.v1.ExecutionRef\x1a\x13.wheel.v1.Execution\x12>\n\x0f\x43\x61ncelExecution\x12\x16.wheel.v1.ExecutionRef\x1a\x13.wheel.v1.Execution2^\n\x07\x43luster\x12S\n\x0eListPartitions\x12\x1f.wheel.v1.ListPartitionsRequest\x1a .wheel.v1.ListPartitionsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x12wheel/v1/api.proto\x12\x08wheel.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15wheel/v1/common.proto\"\xb4\x01\n\x10\x43reateJobRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\ttask_type\x18\x02 \x01(\t\x12\x0f\n\x07payload\x18\x03 \x01(\x0c\x12$\n\x08schedule\x18\x04 \x01(\x0b\x32\x12.wheel.v1.Schedule\x12\'\n\x08policies\x18\x05 \x01(\x0b\x32\x15.wheel.v1.JobPolicies\x12\x0f\n\x07preview\x18\x06 \x01(\r\x12\x0e\n\x06job_id\x18\x07 \x01(\t\"U\n\x11\x43reateJobResponse\x12\x1a\n\x03job\x18\x01 \x01(\x0b\x32\r.wheel.v1.Job\x12$\n\tnext_runs\x18\x02 \x03(\x0b\x32\x11.wheel.v1.NextRun\"\x1b\n\rGetJobRequest\x12\n\n\x02id\x18\x01 \x01(\t\"\x14\n\x06JobRef\x12\n\n\x02id\x18\x01 \x01(\t\"8\n\x0fListJobsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\r\x12\x12\n\npage_token\x18\x02 \x01(\t\"H\n\x10ListJobsResponse\x12\x1b\n\x04jobs\x18\x01 \x03(\x0b\x32\r.wheel.v1.Job\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\".\n\x10UpdateJobRequest\x12\x1a\n\x03job\x18\x01 \x01(\x0b\x32\r.wheel.v1.Job\"\x88\x01\n\x16PreviewScheduleRequest\x12$\n\x08schedule\x18\x01 \x01(\x0b\x32\x12.wheel.v1.Schedule\x12\r\n\x05\x63ount\x18\x02 \x01(\r\x12)\n\x05\x61\x66ter\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06job_id\x18\x04 \x01(\t\"?\n\x17PreviewScheduleResponse\x12$\n\tnext_runs\x18\x01 \x03(\x0b\x32\x11.wheel.v1.NextRun\"G\n\x11TriggerJobRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12&\n\x02\x61t\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"t\n\x12\x42\x61\x63kfillJobRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12)\n\x05start\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"@\n\x13\x42\x61\x63kfillJobResponse\x12\x13\n\x0b\x63reated_ids\x18\x01 \x03(\t\x12\x14\n\x0c\x65xisting_ids\x18\x02 \x03(\t\"\x1a\n\x0c\x45xecutionRef\x12\n\n\x02id\x18\x01 \x01(\t\"I\n\nJobInstant\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12+\n\x07instant\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"g\n\x17\x45xplainExecutionRequest\x12\x16\n\x0c\x65xecution_id\x18\x01 \x01(\tH\x00\x12*\n\noccurrence\x18\x02 \x01(\x0b\x32\x14.wheel.v1.JobInstantH\x00\x42\x08\n\x06target\"\xa1\x04\n\x0b\x45xplanation\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x31\n\rscheduled_for\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\x07verdict\x18\x04 \x01(\x0e\x32\x1d.wheel.v1.Explanation.Verdict\x12\x0f\n\x07summary\x18\x05 \x01(\t\x12(\n\x05steps\x18\x06 \x03(\x0b\x32\x19.wheel.v1.ExplanationStep\x12&\n\texecution\x18\x07 \x01(\x0b\x32\x13.wheel.v1.Execution\"\xa5\x02\n\x07Verdict\x12\x17\n\x13VERDICT_UNSPECIFIED\x10\x00\x12\r\n\tSUCCEEDED\x10\x01\x12\x0b\n\x07WAITING\x10\x02\x12\r\n\tIN_FLIGHT\x10\x03\x12\x08\n\x04\x44\x45\x41\x44\x10\x04\x12\x10\n\x0cNEEDS_REVIEW\x10\x05\x12\x13\n\x0fSKIPPED_MISFIRE\x10\x06\x12\x13\n\x0fSKIPPED_OVERLAP\x10\x07\x12\r\n\tCANCELLED\x10\x08\x12\n\n\x06PAUSED\x10\t\x12\n\n\x06PARKED\x10\n\x12\n\n\x06QUEUED\x10\x0b\x12\x14\n\x10NOT_MATERIALISED\x10\x0c\x12\x12\n\x0eOUTSIDE_BOUNDS\x10\r\x12\x15\n\x11NOT_AN_OCCURRENCE\x10\x0e\x12\x0f\n\x0bJOB_DELETED\x10\x0f\x12\x0b\n\x07SKIPPED\x10\x10\"W\n\x0f\x45xplanationStep\x12&\n\x02\x61t\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04what\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\"\xe6\x01\n\x15ListExecutionsRequest\x12\x0e\n\x06job_id\x18\x01 \x01(\t\x12+\n\x08statuses\x18\x02 \x03(\x0e\x32\x19.wheel.v1.ExecutionStatus\x12\x33\n\x0fscheduled_after\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x34\n\x10scheduled_before\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\tpage_size\x18\x05 \x01(\r\x12\x12\n\npage_token\x18\x06 \x01(\t\"Z\n\x16ListExecutionsResponse\x12\'\n\nexecutions\x18\x01 \x03(\x0b\x32\x13.wheel.v1.Execution\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x12\n\x10ListNodesRequest\"<\n\x04Node\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\x12\x12\n\npartitions\x18\x03 \x01(\r\"2\n\x11ListNodesResponse\x12\x1d\n\x05nodes\x18\x01 \x03(\x0b\x32\x0e.wheel.v1.Node\"\x17\n\x15ListPartitionsRequest\"C\n\x0ePartitionOwner\x12\x11\n\tpartition\x18\x01 \x01(\r\x12\x0f\n\x07node_id\x18\x02 \x01(\t\x12\r\n\x05\x65poch\x18\x03 \x01(\x03\"F\n\x16ListPartitionsResponse\x12,\n\npartitions\x18\x01 \x03(\x0b\x32\x18.wheel.v1.PartitionOwner\"\x16\n\x14ListExecutorsRequest\"X\n\x0c\x45xecutorInfo\x12\x13\n\x0b\x65xecutor_id\x18\x01 \x01(\t\x12\r\n\x05pools\x18\x02 \x03(\t\x12\x12\n\ntask_types\x18\x03 \x03(\t\x12\x10\n\x08\x63\x61pacity\x18\x04 \x01(\r\"B\n\x15ListExecutorsResponse\x12)\n\texecutors\x18\x01 \x03(\x0b\x32\x16.wheel.v1.ExecutorInfo2\xe6\x04\n\x04Jobs\x12\x44\n\tCreateJob\x12\x1a.wheel.v1.CreateJobRequest\x1a\x1b.wheel.v1.CreateJobResponse\x12\x30\n\x06GetJob\x12\x17.wheel.v1.GetJobRequest\x1a\r.wheel.v1.Job\x12\x41\n\x08ListJobs\x12\x19.wheel.v1.ListJobsRequest\x1a\x1a.wheel.v1.ListJobsResponse\x12\x36\n\tUpdateJob\x12\x1a.wheel.v1.UpdateJobRequest\x1a\r.wheel.v1.Job\x12+\n\x08PauseJob\x12\x10.wheel.v1.JobRef\x1a\r.wheel.v1.Job\x12,\n\tResumeJob\x12\x10.wheel.v1.JobRef\x1a\r.wheel.v1.Job\x12,\n\tDeleteJob\x12\x10.wheel.v1.JobRef\x1a\r.wheel.v1.Job\x12V\n\x0fPreviewSchedule\x12 .wheel.v1.PreviewScheduleRequest\x1a!.wheel.v1.PreviewScheduleResponse\x12>\n\nTriggerJob\x12\x1b.wheel.v1.TriggerJobRequest\x1a\x13.wheel.v1.Execution\x12J\n\x0b\x42\x61\x63kfillJob\x12\x1c.wheel.v1.BackfillJobRequest\x1a\x1d.wheel.v1.BackfillJobResponse2\xeb\x02\n\nExecutions\x12S\n\x0eListExecutions\x12\x1f.wheel.v1.ListExecutionsRequest\x1a .wheel.v1.ListExecutionsResponse\x12;\n\x0cGetExecution\x12\x16.wheel.v1.ExecutionRef\x1a\x13.wheel.v1.Execution\x12L\n\x10\x45xplainExecution\x12!.wheel.v1.ExplainExecutionRequest\x1a\x15.wheel.v1.Explanation\x12=\n\x0eRetryExecution\x12\x16.wheel.v1.ExecutionRef\x1a\x13.wheel.v1.Execution\x12>\n\x0f\x43\x61ncelExecution\x12\x16.wheel.v1.ExecutionRef\x1a\x13.wheel.v1.Execution2\xf6\x01\n\x07\x43luster\x12\x44\n\tListNodes\x12\x1a.wheel.v1.ListNodesRequest\x1a\x1b.wheel.v1.ListNodesResponse\x12S\n\x0eListPartitions\x12\x1f.wheel.v1.ListPartitionsRequest\x1a .wheel.v1.ListPartitionsResponse\x12P\n\rListExecutors\x12\x1e.wheel.v1.ListExecutorsRequest\x1a\x1f.wheel.v1.ListExecutorsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,39 +35,67 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'wheel.v1.api_pb2', _globals
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_CREATEJOBREQUEST']._serialized_start=89
-  _globals['_CREATEJOBREQUEST']._serialized_end=253
-  _globals['_CREATEJOBRESPONSE']._serialized_start=255
-  _globals['_CREATEJOBRESPONSE']._serialized_end=340
-  _globals['_GETJOBREQUEST']._serialized_start=342
-  _globals['_GETJOBREQUEST']._serialized_end=369
-  _globals['_JOBREF']._serialized_start=371
-  _globals['_JOBREF']._serialized_end=391
-  _globals['_LISTJOBSREQUEST']._serialized_start=393
-  _globals['_LISTJOBSREQUEST']._serialized_end=449
-  _globals['_LISTJOBSRESPONSE']._serialized_start=451
-  _globals['_LISTJOBSRESPONSE']._serialized_end=523
-  _globals['_UPDATEJOBREQUEST']._serialized_start=525
-  _globals['_UPDATEJOBREQUEST']._serialized_end=571
-  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_start=574
-  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_end=710
-  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_start=712
-  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_end=775
-  _globals['_EXECUTIONREF']._serialized_start=777
-  _globals['_EXECUTIONREF']._serialized_end=803
-  _globals['_LISTEXECUTIONSREQUEST']._serialized_start=806
-  _globals['_LISTEXECUTIONSREQUEST']._serialized_end=1036
-  _globals['_LISTEXECUTIONSRESPONSE']._serialized_start=1038
-  _globals['_LISTEXECUTIONSRESPONSE']._serialized_end=1128
-  _globals['_LISTPARTITIONSREQUEST']._serialized_start=1130
-  _globals['_LISTPARTITIONSREQUEST']._serialized_end=1153
-  _globals['_PARTITIONOWNER']._serialized_start=1155
-  _globals['_PARTITIONOWNER']._serialized_end=1222
-  _globals['_LISTPARTITIONSRESPONSE']._serialized_start=1224
-  _globals['_LISTPARTITIONSRESPONSE']._serialized_end=1294
-  _globals['_JOBS']._serialized_start=1297
-  _globals['_JOBS']._serialized_end=1824
-  _globals['_EXECUTIONS']._serialized_start=1827
-  _globals['_EXECUTIONS']._serialized_end=2112
-  _globals['_CLUSTER']._serialized_start=2114
-  _globals['_CLUSTER']._serialized_end=2208
+  _globals['_CREATEJOBREQUEST']._serialized_end=269
+  _globals['_CREATEJOBRESPONSE']._serialized_start=271
+  _globals['_CREATEJOBRESPONSE']._serialized_end=356
+  _globals['_GETJOBREQUEST']._serialized_start=358
+  _globals['_GETJOBREQUEST']._serialized_end=385
+  _globals['_JOBREF']._serialized_start=387
+  _globals['_JOBREF']._serialized_end=407
+  _globals['_LISTJOBSREQUEST']._serialized_start=409
+  _globals['_LISTJOBSREQUEST']._serialized_end=465
+  _globals['_LISTJOBSRESPONSE']._serialized_start=467
+  _globals['_LISTJOBSRESPONSE']._serialized_end=539
+  _globals['_UPDATEJOBREQUEST']._serialized_start=541
+  _globals['_UPDATEJOBREQUEST']._serialized_end=587
+  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_start=590
+  _globals['_PREVIEWSCHEDULEREQUEST']._serialized_end=726
+  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_start=728
+  _globals['_PREVIEWSCHEDULERESPONSE']._serialized_end=791
+  _globals['_TRIGGERJOBREQUEST']._serialized_start=793
+  _globals['_TRIGGERJOBREQUEST']._serialized_end=864
+  _globals['_BACKFILLJOBREQUEST']._serialized_start=866
+  _globals['_BACKFILLJOBREQUEST']._serialized_end=982
+  _globals['_BACKFILLJOBRESPONSE']._serialized_start=984
+  _globals['_BACKFILLJOBRESPONSE']._serialized_end=1048
+  _globals['_EXECUTIONREF']._serialized_start=1050
+  _globals['_EXECUTIONREF']._serialized_end=1076
+  _globals['_JOBINSTANT']._serialized_start=1078
+  _globals['_JOBINSTANT']._serialized_end=1151
+  _globals['_EXPLAINEXECUTIONREQUEST']._serialized_start=1153
+  _globals['_EXPLAINEXECUTIONREQUEST']._serialized_end=1256
+  _globals['_EXPLANATION']._serialized_start=1259
+  _globals['_EXPLANATION']._serialized_end=1804
+  _globals['_EXPLANATION_VERDICT']._serialized_start=1511
+  _globals['_EXPLANATION_VERDICT']._serialized_end=1804
+  _globals['_EXPLANATIONSTEP']._serialized_start=1806
+  _globals['_EXPLANATIONSTEP']._serialized_end=1893
+  _globals['_LISTEXECUTIONSREQUEST']._serialized_start=1896
+  _globals['_LISTEXECUTIONSREQUEST']._serialized_end=2126
+  _globals['_LISTEXECUTIONSRESPONSE']._serialized_start=2128
+  _globals['_LISTEXECUTIONSRESPONSE']._serialized_end=2218
+  _globals['_LISTNODESREQUEST']._serialized_start=2220
+  _globals['_LISTNODESREQUEST']._serialized_end=2238
+  _globals['_NODE']._serialized_start=2240
+  _globals['_NODE']._serialized_end=2300
+  _globals['_LISTNODESRESPONSE']._serialized_start=2302
+  _globals['_LISTNODESRESPONSE']._serialized_end=2352
+  _globals['_LISTPARTITIONSREQUEST']._serialized_start=2354
+  _globals['_LISTPARTITIONSREQUEST']._serialized_end=2377
+  _globals['_PARTITIONOWNER']._serialized_start=2379
+  _globals['_PARTITIONOWNER']._serialized_end=2446
+  _globals['_LISTPARTITIONSRESPONSE']._serialized_start=2448
+  _globals['_LISTPARTITIONSRESPONSE']._serialized_end=2518
+  _globals['_LISTEXECUTORSREQUEST']._serialized_start=2520
+  _globals['_LISTEXECUTORSREQUEST']._serialized_end=2542
+  _globals['_EXECUTORINFO']._serialized_start=2544
+  _globals['_EXECUTORINFO']._serialized_end=2632
+  _globals['_LISTEXECUTORSRESPONSE']._serialized_start=2634
+  _globals['_LISTEXECUTORSRESPONSE']._serialized_end=2700
+  _globals['_JOBS']._serialized_start=2703
+  _globals['_JOBS']._serialized_end=3317
+  _globals['_EXECUTIONS']._serialized_start=3320
+  _globals['_EXECUTIONS']._serialized_end=3683
+  _globals['_CLUSTER']._serialized_start=3686
+  _globals['_CLUSTER']._serialized_end=3932
 # @@protoc_insertion_point(module_scope)

@@ -4,6 +4,7 @@ import datetime
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from wheel._proto.wheel.v1 import common_pb2 as _common_pb2
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
@@ -12,20 +13,22 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class CreateJobRequest(_message.Message):
-    __slots__ = ("name", "task_type", "payload", "schedule", "policies", "preview")
+    __slots__ = ("name", "task_type", "payload", "schedule", "policies", "preview", "job_id")
     NAME_FIELD_NUMBER: _ClassVar[int]
     TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     SCHEDULE_FIELD_NUMBER: _ClassVar[int]
     POLICIES_FIELD_NUMBER: _ClassVar[int]
     PREVIEW_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
     name: str
     task_type: str
     payload: bytes
     schedule: _common_pb2.Schedule
     policies: _common_pb2.JobPolicies
     preview: int
-    def __init__(self, name: _Optional[str] = ..., task_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., schedule: _Optional[_Union[_common_pb2.Schedule, _Mapping]] = ..., policies: _Optional[_Union[_common_pb2.JobPolicies, _Mapping]] = ..., preview: _Optional[int] = ...) -> None: ...
+    job_id: str
+    def __init__(self, name: _Optional[str] = ..., task_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., schedule: _Optional[_Union[_common_pb2.Schedule, _Mapping]] = ..., policies: _Optional[_Union[_common_pb2.JobPolicies, _Mapping]] = ..., preview: _Optional[int] = ..., job_id: _Optional[str] = ...) -> None: ...
 
 class CreateJobResponse(_message.Message):
     __slots__ = ("job", "next_runs")
@@ -87,11 +90,117 @@ class PreviewScheduleResponse(_message.Message):
     next_runs: _containers.RepeatedCompositeFieldContainer[_common_pb2.NextRun]
     def __init__(self, next_runs: _Optional[_Iterable[_Union[_common_pb2.NextRun, _Mapping]]] = ...) -> None: ...
 
+class TriggerJobRequest(_message.Message):
+    __slots__ = ("id", "at")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    at: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class BackfillJobRequest(_message.Message):
+    __slots__ = ("id", "start", "end")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    start: _timestamp_pb2.Timestamp
+    end: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class BackfillJobResponse(_message.Message):
+    __slots__ = ("created_ids", "existing_ids")
+    CREATED_IDS_FIELD_NUMBER: _ClassVar[int]
+    EXISTING_IDS_FIELD_NUMBER: _ClassVar[int]
+    created_ids: _containers.RepeatedScalarFieldContainer[str]
+    existing_ids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, created_ids: _Optional[_Iterable[str]] = ..., existing_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+
 class ExecutionRef(_message.Message):
     __slots__ = ("id",)
     ID_FIELD_NUMBER: _ClassVar[int]
     id: str
     def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class JobInstant(_message.Message):
+    __slots__ = ("job_id", "instant")
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    INSTANT_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    instant: _timestamp_pb2.Timestamp
+    def __init__(self, job_id: _Optional[str] = ..., instant: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ExplainExecutionRequest(_message.Message):
+    __slots__ = ("execution_id", "occurrence")
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    OCCURRENCE_FIELD_NUMBER: _ClassVar[int]
+    execution_id: str
+    occurrence: JobInstant
+    def __init__(self, execution_id: _Optional[str] = ..., occurrence: _Optional[_Union[JobInstant, _Mapping]] = ...) -> None: ...
+
+class Explanation(_message.Message):
+    __slots__ = ("execution_id", "job_id", "scheduled_for", "verdict", "summary", "steps", "execution")
+    class Verdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        VERDICT_UNSPECIFIED: _ClassVar[Explanation.Verdict]
+        SUCCEEDED: _ClassVar[Explanation.Verdict]
+        WAITING: _ClassVar[Explanation.Verdict]
+        IN_FLIGHT: _ClassVar[Explanation.Verdict]
+        DEAD: _ClassVar[Explanation.Verdict]
+        NEEDS_REVIEW: _ClassVar[Explanation.Verdict]
+        SKIPPED_MISFIRE: _ClassVar[Explanation.Verdict]
+        SKIPPED_OVERLAP: _ClassVar[Explanation.Verdict]
+        CANCELLED: _ClassVar[Explanation.Verdict]
+        PAUSED: _ClassVar[Explanation.Verdict]
+        PARKED: _ClassVar[Explanation.Verdict]
+        QUEUED: _ClassVar[Explanation.Verdict]
+        NOT_MATERIALISED: _ClassVar[Explanation.Verdict]
+        OUTSIDE_BOUNDS: _ClassVar[Explanation.Verdict]
+        NOT_AN_OCCURRENCE: _ClassVar[Explanation.Verdict]
+        JOB_DELETED: _ClassVar[Explanation.Verdict]
+        SKIPPED: _ClassVar[Explanation.Verdict]
+    VERDICT_UNSPECIFIED: Explanation.Verdict
+    SUCCEEDED: Explanation.Verdict
+    WAITING: Explanation.Verdict
+    IN_FLIGHT: Explanation.Verdict
+    DEAD: Explanation.Verdict
+    NEEDS_REVIEW: Explanation.Verdict
+    SKIPPED_MISFIRE: Explanation.Verdict
+    SKIPPED_OVERLAP: Explanation.Verdict
+    CANCELLED: Explanation.Verdict
+    PAUSED: Explanation.Verdict
+    PARKED: Explanation.Verdict
+    QUEUED: Explanation.Verdict
+    NOT_MATERIALISED: Explanation.Verdict
+    OUTSIDE_BOUNDS: Explanation.Verdict
+    NOT_AN_OCCURRENCE: Explanation.Verdict
+    JOB_DELETED: Explanation.Verdict
+    SKIPPED: Explanation.Verdict
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    SCHEDULED_FOR_FIELD_NUMBER: _ClassVar[int]
+    VERDICT_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    STEPS_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_FIELD_NUMBER: _ClassVar[int]
+    execution_id: str
+    job_id: str
+    scheduled_for: _timestamp_pb2.Timestamp
+    verdict: Explanation.Verdict
+    summary: str
+    steps: _containers.RepeatedCompositeFieldContainer[ExplanationStep]
+    execution: _common_pb2.Execution
+    def __init__(self, execution_id: _Optional[str] = ..., job_id: _Optional[str] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., verdict: _Optional[_Union[Explanation.Verdict, str]] = ..., summary: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[ExplanationStep, _Mapping]]] = ..., execution: _Optional[_Union[_common_pb2.Execution, _Mapping]] = ...) -> None: ...
+
+class ExplanationStep(_message.Message):
+    __slots__ = ("at", "what", "detail")
+    AT_FIELD_NUMBER: _ClassVar[int]
+    WHAT_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    at: _timestamp_pb2.Timestamp
+    what: str
+    detail: str
+    def __init__(self, at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., what: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class ListExecutionsRequest(_message.Message):
     __slots__ = ("job_id", "statuses", "scheduled_after", "scheduled_before", "page_size", "page_token")
@@ -117,6 +226,26 @@ class ListExecutionsResponse(_message.Message):
     next_page_token: str
     def __init__(self, executions: _Optional[_Iterable[_Union[_common_pb2.Execution, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
+class ListNodesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Node(_message.Message):
+    __slots__ = ("node_id", "address", "partitions")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    address: str
+    partitions: int
+    def __init__(self, node_id: _Optional[str] = ..., address: _Optional[str] = ..., partitions: _Optional[int] = ...) -> None: ...
+
+class ListNodesResponse(_message.Message):
+    __slots__ = ("nodes",)
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[Node]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ...) -> None: ...
+
 class ListPartitionsRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
@@ -136,3 +265,25 @@ class ListPartitionsResponse(_message.Message):
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     partitions: _containers.RepeatedCompositeFieldContainer[PartitionOwner]
     def __init__(self, partitions: _Optional[_Iterable[_Union[PartitionOwner, _Mapping]]] = ...) -> None: ...
+
+class ListExecutorsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ExecutorInfo(_message.Message):
+    __slots__ = ("executor_id", "pools", "task_types", "capacity")
+    EXECUTOR_ID_FIELD_NUMBER: _ClassVar[int]
+    POOLS_FIELD_NUMBER: _ClassVar[int]
+    TASK_TYPES_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    executor_id: str
+    pools: _containers.RepeatedScalarFieldContainer[str]
+    task_types: _containers.RepeatedScalarFieldContainer[str]
+    capacity: int
+    def __init__(self, executor_id: _Optional[str] = ..., pools: _Optional[_Iterable[str]] = ..., task_types: _Optional[_Iterable[str]] = ..., capacity: _Optional[int] = ...) -> None: ...
+
+class ListExecutorsResponse(_message.Message):
+    __slots__ = ("executors",)
+    EXECUTORS_FIELD_NUMBER: _ClassVar[int]
+    executors: _containers.RepeatedCompositeFieldContainer[ExecutorInfo]
+    def __init__(self, executors: _Optional[_Iterable[_Union[ExecutorInfo, _Mapping]]] = ...) -> None: ...

@@ -28,7 +28,9 @@ if _version_not_supported:
 
 
 class JobsStub:
-    """Missing associated documentation comment in .proto file."""
+    """Jobs: definitions a tenant registers.
+
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -78,13 +80,20 @@ class JobsStub:
                 _registered_method=True)
         self.TriggerJob = channel.unary_unary(
                 '/wheel.v1.Jobs/TriggerJob',
-                request_serializer=wheel_dot_v1_dot_api__pb2.JobRef.SerializeToString,
+                request_serializer=wheel_dot_v1_dot_api__pb2.TriggerJobRequest.SerializeToString,
                 response_deserializer=wheel_dot_v1_dot_common__pb2.Execution.FromString,
+                _registered_method=True)
+        self.BackfillJob = channel.unary_unary(
+                '/wheel.v1.Jobs/BackfillJob',
+                request_serializer=wheel_dot_v1_dot_api__pb2.BackfillJobRequest.SerializeToString,
+                response_deserializer=wheel_dot_v1_dot_api__pb2.BackfillJobResponse.FromString,
                 _registered_method=True)
 
 
 class JobsServicer:
-    """Missing associated documentation comment in .proto file."""
+    """Jobs: definitions a tenant registers.
+
+    """
 
     def CreateJob(self, request, context):
         """Missing associated documentation comment in .proto file."""
@@ -129,13 +138,23 @@ class JobsServicer:
         raise NotImplementedError('Method not implemented!')
 
     def PreviewSchedule(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Resolve a schedule's next runs without saving anything.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def TriggerJob(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """One extra run now (or at a given instant), outside the schedule.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def BackfillJob(self, request, context):
+        """Make the occurrences a cron job would have had in a past range, with the
+        same ids (idempotency keys) they would have had; existing ones are kept.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -185,8 +204,13 @@ def add_JobsServicer_to_server(servicer, server):
             ),
             'TriggerJob': grpc.unary_unary_rpc_method_handler(
                     servicer.TriggerJob,
-                    request_deserializer=wheel_dot_v1_dot_api__pb2.JobRef.FromString,
+                    request_deserializer=wheel_dot_v1_dot_api__pb2.TriggerJobRequest.FromString,
                     response_serializer=wheel_dot_v1_dot_common__pb2.Execution.SerializeToString,
+            ),
+            'BackfillJob': grpc.unary_unary_rpc_method_handler(
+                    servicer.BackfillJob,
+                    request_deserializer=wheel_dot_v1_dot_api__pb2.BackfillJobRequest.FromString,
+                    response_serializer=wheel_dot_v1_dot_api__pb2.BackfillJobResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -197,7 +221,9 @@ def add_JobsServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class Jobs:
-    """Missing associated documentation comment in .proto file."""
+    """Jobs: definitions a tenant registers.
+
+    """
 
     @staticmethod
     def CreateJob(request,
@@ -430,8 +456,35 @@ class Jobs:
             request,
             target,
             '/wheel.v1.Jobs/TriggerJob',
-            wheel_dot_v1_dot_api__pb2.JobRef.SerializeToString,
+            wheel_dot_v1_dot_api__pb2.TriggerJobRequest.SerializeToString,
             wheel_dot_v1_dot_common__pb2.Execution.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def BackfillJob(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wheel.v1.Jobs/BackfillJob',
+            wheel_dot_v1_dot_api__pb2.BackfillJobRequest.SerializeToString,
+            wheel_dot_v1_dot_api__pb2.BackfillJobResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -444,7 +497,8 @@ class Jobs:
 
 
 class ExecutionsStub:
-    """Missing associated documentation comment in .proto file."""
+    """Executions: the occurrences of jobs and every attempt of each.
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -462,6 +516,11 @@ class ExecutionsStub:
                 request_serializer=wheel_dot_v1_dot_api__pb2.ExecutionRef.SerializeToString,
                 response_deserializer=wheel_dot_v1_dot_common__pb2.Execution.FromString,
                 _registered_method=True)
+        self.ExplainExecution = channel.unary_unary(
+                '/wheel.v1.Executions/ExplainExecution',
+                request_serializer=wheel_dot_v1_dot_api__pb2.ExplainExecutionRequest.SerializeToString,
+                response_deserializer=wheel_dot_v1_dot_api__pb2.Explanation.FromString,
+                _registered_method=True)
         self.RetryExecution = channel.unary_unary(
                 '/wheel.v1.Executions/RetryExecution',
                 request_serializer=wheel_dot_v1_dot_api__pb2.ExecutionRef.SerializeToString,
@@ -475,7 +534,8 @@ class ExecutionsStub:
 
 
 class ExecutionsServicer:
-    """Missing associated documentation comment in .proto file."""
+    """Executions: the occurrences of jobs and every attempt of each.
+    """
 
     def ListExecutions(self, request, context):
         """Missing associated documentation comment in .proto file."""
@@ -489,14 +549,23 @@ class ExecutionsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExplainExecution(self, request, context):
+        """The path of one occurrence, or why it did not run.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def RetryExecution(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A DEAD or NEEDS_REVIEW execution goes back to PENDING for one more try.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def CancelExecution(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A PENDING execution will not run. Cancelling a cancelled one is harmless.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -513,6 +582,11 @@ def add_ExecutionsServicer_to_server(servicer, server):
                     servicer.GetExecution,
                     request_deserializer=wheel_dot_v1_dot_api__pb2.ExecutionRef.FromString,
                     response_serializer=wheel_dot_v1_dot_common__pb2.Execution.SerializeToString,
+            ),
+            'ExplainExecution': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExplainExecution,
+                    request_deserializer=wheel_dot_v1_dot_api__pb2.ExplainExecutionRequest.FromString,
+                    response_serializer=wheel_dot_v1_dot_api__pb2.Explanation.SerializeToString,
             ),
             'RetryExecution': grpc.unary_unary_rpc_method_handler(
                     servicer.RetryExecution,
@@ -533,7 +607,8 @@ def add_ExecutionsServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class Executions:
-    """Missing associated documentation comment in .proto file."""
+    """Executions: the occurrences of jobs and every attempt of each.
+    """
 
     @staticmethod
     def ListExecutions(request,
@@ -579,6 +654,33 @@ class Executions:
             '/wheel.v1.Executions/GetExecution',
             wheel_dot_v1_dot_api__pb2.ExecutionRef.SerializeToString,
             wheel_dot_v1_dot_common__pb2.Execution.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExplainExecution(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wheel.v1.Executions/ExplainExecution',
+            wheel_dot_v1_dot_api__pb2.ExplainExecutionRequest.SerializeToString,
+            wheel_dot_v1_dot_api__pb2.Explanation.FromString,
             options,
             channel_credentials,
             insecure,
@@ -645,7 +747,8 @@ class Executions:
 
 
 class ClusterStub:
-    """Missing associated documentation comment in .proto file."""
+    """The cluster as etcd sees it; no tenant data.
+    """
 
     def __init__(self, channel):
         """Constructor.
@@ -653,17 +756,40 @@ class ClusterStub:
         Args:
             channel: A grpc.Channel.
         """
+        self.ListNodes = channel.unary_unary(
+                '/wheel.v1.Cluster/ListNodes',
+                request_serializer=wheel_dot_v1_dot_api__pb2.ListNodesRequest.SerializeToString,
+                response_deserializer=wheel_dot_v1_dot_api__pb2.ListNodesResponse.FromString,
+                _registered_method=True)
         self.ListPartitions = channel.unary_unary(
                 '/wheel.v1.Cluster/ListPartitions',
                 request_serializer=wheel_dot_v1_dot_api__pb2.ListPartitionsRequest.SerializeToString,
                 response_deserializer=wheel_dot_v1_dot_api__pb2.ListPartitionsResponse.FromString,
                 _registered_method=True)
+        self.ListExecutors = channel.unary_unary(
+                '/wheel.v1.Cluster/ListExecutors',
+                request_serializer=wheel_dot_v1_dot_api__pb2.ListExecutorsRequest.SerializeToString,
+                response_deserializer=wheel_dot_v1_dot_api__pb2.ListExecutorsResponse.FromString,
+                _registered_method=True)
 
 
 class ClusterServicer:
-    """Missing associated documentation comment in .proto file."""
+    """The cluster as etcd sees it; no tenant data.
+    """
+
+    def ListNodes(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
 
     def ListPartitions(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListExecutors(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -672,10 +798,20 @@ class ClusterServicer:
 
 def add_ClusterServicer_to_server(servicer, server):
     rpc_method_handlers = {
+            'ListNodes': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListNodes,
+                    request_deserializer=wheel_dot_v1_dot_api__pb2.ListNodesRequest.FromString,
+                    response_serializer=wheel_dot_v1_dot_api__pb2.ListNodesResponse.SerializeToString,
+            ),
             'ListPartitions': grpc.unary_unary_rpc_method_handler(
                     servicer.ListPartitions,
                     request_deserializer=wheel_dot_v1_dot_api__pb2.ListPartitionsRequest.FromString,
                     response_serializer=wheel_dot_v1_dot_api__pb2.ListPartitionsResponse.SerializeToString,
+            ),
+            'ListExecutors': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListExecutors,
+                    request_deserializer=wheel_dot_v1_dot_api__pb2.ListExecutorsRequest.FromString,
+                    response_serializer=wheel_dot_v1_dot_api__pb2.ListExecutorsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -686,7 +822,35 @@ def add_ClusterServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class Cluster:
-    """Missing associated documentation comment in .proto file."""
+    """The cluster as etcd sees it; no tenant data.
+    """
+
+    @staticmethod
+    def ListNodes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wheel.v1.Cluster/ListNodes',
+            wheel_dot_v1_dot_api__pb2.ListNodesRequest.SerializeToString,
+            wheel_dot_v1_dot_api__pb2.ListNodesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
 
     @staticmethod
     def ListPartitions(request,
@@ -705,6 +869,33 @@ class Cluster:
             '/wheel.v1.Cluster/ListPartitions',
             wheel_dot_v1_dot_api__pb2.ListPartitionsRequest.SerializeToString,
             wheel_dot_v1_dot_api__pb2.ListPartitionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListExecutors(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wheel.v1.Cluster/ListExecutors',
+            wheel_dot_v1_dot_api__pb2.ListExecutorsRequest.SerializeToString,
+            wheel_dot_v1_dot_api__pb2.ListExecutorsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -35,6 +35,8 @@ GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
 
 class JobsStub:
+    """Jobs: definitions a tenant registers."""
+
     @_typing.overload
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
     @_typing.overload
@@ -47,10 +49,18 @@ class JobsStub:
     ResumeJob: _grpc.UnaryUnaryMultiCallable[_api_pb2.JobRef, _common_pb2.Job]
     DeleteJob: _grpc.UnaryUnaryMultiCallable[_api_pb2.JobRef, _common_pb2.Job]
     PreviewSchedule: _grpc.UnaryUnaryMultiCallable[_api_pb2.PreviewScheduleRequest, _api_pb2.PreviewScheduleResponse]
-    TriggerJob: _grpc.UnaryUnaryMultiCallable[_api_pb2.JobRef, _common_pb2.Execution]
+    """Resolve a schedule's next runs without saving anything."""
+    TriggerJob: _grpc.UnaryUnaryMultiCallable[_api_pb2.TriggerJobRequest, _common_pb2.Execution]
+    """One extra run now (or at a given instant), outside the schedule."""
+    BackfillJob: _grpc.UnaryUnaryMultiCallable[_api_pb2.BackfillJobRequest, _api_pb2.BackfillJobResponse]
+    """Make the occurrences a cron job would have had in a past range, with the
+    same ids (idempotency keys) they would have had; existing ones are kept.
+    """
 
 @_typing.type_check_only
 class JobsAsyncStub(JobsStub):
+    """Jobs: definitions a tenant registers."""
+
     def __init__(self, channel: _aio.Channel) -> None: ...
     CreateJob: _aio.UnaryUnaryMultiCallable[_api_pb2.CreateJobRequest, _api_pb2.CreateJobResponse]  # type: ignore[assignment]
     GetJob: _aio.UnaryUnaryMultiCallable[_api_pb2.GetJobRequest, _common_pb2.Job]  # type: ignore[assignment]
@@ -60,9 +70,17 @@ class JobsAsyncStub(JobsStub):
     ResumeJob: _aio.UnaryUnaryMultiCallable[_api_pb2.JobRef, _common_pb2.Job]  # type: ignore[assignment]
     DeleteJob: _aio.UnaryUnaryMultiCallable[_api_pb2.JobRef, _common_pb2.Job]  # type: ignore[assignment]
     PreviewSchedule: _aio.UnaryUnaryMultiCallable[_api_pb2.PreviewScheduleRequest, _api_pb2.PreviewScheduleResponse]  # type: ignore[assignment]
-    TriggerJob: _aio.UnaryUnaryMultiCallable[_api_pb2.JobRef, _common_pb2.Execution]  # type: ignore[assignment]
+    """Resolve a schedule's next runs without saving anything."""
+    TriggerJob: _aio.UnaryUnaryMultiCallable[_api_pb2.TriggerJobRequest, _common_pb2.Execution]  # type: ignore[assignment]
+    """One extra run now (or at a given instant), outside the schedule."""
+    BackfillJob: _aio.UnaryUnaryMultiCallable[_api_pb2.BackfillJobRequest, _api_pb2.BackfillJobResponse]  # type: ignore[assignment]
+    """Make the occurrences a cron job would have had in a past range, with the
+    same ids (idempotency keys) they would have had; existing ones are kept.
+    """
 
 class JobsServicer(metaclass=_abc_1.ABCMeta):
+    """Jobs: definitions a tenant registers."""
+
     @_abc_1.abstractmethod
     def CreateJob(
         self,
@@ -117,36 +135,62 @@ class JobsServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _api_pb2.PreviewScheduleRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_api_pb2.PreviewScheduleResponse, _abc.Awaitable[_api_pb2.PreviewScheduleResponse]]: ...
+    ) -> _typing.Union[_api_pb2.PreviewScheduleResponse, _abc.Awaitable[_api_pb2.PreviewScheduleResponse]]:
+        """Resolve a schedule's next runs without saving anything."""
 
     @_abc_1.abstractmethod
     def TriggerJob(
         self,
-        request: _api_pb2.JobRef,
+        request: _api_pb2.TriggerJobRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_common_pb2.Execution, _abc.Awaitable[_common_pb2.Execution]]: ...
+    ) -> _typing.Union[_common_pb2.Execution, _abc.Awaitable[_common_pb2.Execution]]:
+        """One extra run now (or at a given instant), outside the schedule."""
+
+    @_abc_1.abstractmethod
+    def BackfillJob(
+        self,
+        request: _api_pb2.BackfillJobRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_api_pb2.BackfillJobResponse, _abc.Awaitable[_api_pb2.BackfillJobResponse]]:
+        """Make the occurrences a cron job would have had in a past range, with the
+        same ids (idempotency keys) they would have had; existing ones are kept.
+        """
 
 def add_JobsServicer_to_server(servicer: JobsServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 
 class ExecutionsStub:
+    """Executions: the occurrences of jobs and every attempt of each."""
+
     @_typing.overload
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> ExecutionsAsyncStub: ...
     ListExecutions: _grpc.UnaryUnaryMultiCallable[_api_pb2.ListExecutionsRequest, _api_pb2.ListExecutionsResponse]
     GetExecution: _grpc.UnaryUnaryMultiCallable[_api_pb2.ExecutionRef, _common_pb2.Execution]
+    ExplainExecution: _grpc.UnaryUnaryMultiCallable[_api_pb2.ExplainExecutionRequest, _api_pb2.Explanation]
+    """The path of one occurrence, or why it did not run."""
     RetryExecution: _grpc.UnaryUnaryMultiCallable[_api_pb2.ExecutionRef, _common_pb2.Execution]
+    """A DEAD or NEEDS_REVIEW execution goes back to PENDING for one more try."""
     CancelExecution: _grpc.UnaryUnaryMultiCallable[_api_pb2.ExecutionRef, _common_pb2.Execution]
+    """A PENDING execution will not run. Cancelling a cancelled one is harmless."""
 
 @_typing.type_check_only
 class ExecutionsAsyncStub(ExecutionsStub):
+    """Executions: the occurrences of jobs and every attempt of each."""
+
     def __init__(self, channel: _aio.Channel) -> None: ...
     ListExecutions: _aio.UnaryUnaryMultiCallable[_api_pb2.ListExecutionsRequest, _api_pb2.ListExecutionsResponse]  # type: ignore[assignment]
     GetExecution: _aio.UnaryUnaryMultiCallable[_api_pb2.ExecutionRef, _common_pb2.Execution]  # type: ignore[assignment]
+    ExplainExecution: _aio.UnaryUnaryMultiCallable[_api_pb2.ExplainExecutionRequest, _api_pb2.Explanation]  # type: ignore[assignment]
+    """The path of one occurrence, or why it did not run."""
     RetryExecution: _aio.UnaryUnaryMultiCallable[_api_pb2.ExecutionRef, _common_pb2.Execution]  # type: ignore[assignment]
+    """A DEAD or NEEDS_REVIEW execution goes back to PENDING for one more try."""
     CancelExecution: _aio.UnaryUnaryMultiCallable[_api_pb2.ExecutionRef, _common_pb2.Execution]  # type: ignore[assignment]
+    """A PENDING execution will not run. Cancelling a cancelled one is harmless."""
 
 class ExecutionsServicer(metaclass=_abc_1.ABCMeta):
+    """Executions: the occurrences of jobs and every attempt of each."""
+
     @_abc_1.abstractmethod
     def ListExecutions(
         self,
@@ -162,39 +206,73 @@ class ExecutionsServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_common_pb2.Execution, _abc.Awaitable[_common_pb2.Execution]]: ...
 
     @_abc_1.abstractmethod
+    def ExplainExecution(
+        self,
+        request: _api_pb2.ExplainExecutionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_api_pb2.Explanation, _abc.Awaitable[_api_pb2.Explanation]]:
+        """The path of one occurrence, or why it did not run."""
+
+    @_abc_1.abstractmethod
     def RetryExecution(
         self,
         request: _api_pb2.ExecutionRef,
         context: _ServicerContext,
-    ) -> _typing.Union[_common_pb2.Execution, _abc.Awaitable[_common_pb2.Execution]]: ...
+    ) -> _typing.Union[_common_pb2.Execution, _abc.Awaitable[_common_pb2.Execution]]:
+        """A DEAD or NEEDS_REVIEW execution goes back to PENDING for one more try."""
 
     @_abc_1.abstractmethod
     def CancelExecution(
         self,
         request: _api_pb2.ExecutionRef,
         context: _ServicerContext,
-    ) -> _typing.Union[_common_pb2.Execution, _abc.Awaitable[_common_pb2.Execution]]: ...
+    ) -> _typing.Union[_common_pb2.Execution, _abc.Awaitable[_common_pb2.Execution]]:
+        """A PENDING execution will not run. Cancelling a cancelled one is harmless."""
 
 def add_ExecutionsServicer_to_server(servicer: ExecutionsServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 
 class ClusterStub:
+    """The cluster as etcd sees it; no tenant data."""
+
     @_typing.overload
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> ClusterAsyncStub: ...
+    ListNodes: _grpc.UnaryUnaryMultiCallable[_api_pb2.ListNodesRequest, _api_pb2.ListNodesResponse]
     ListPartitions: _grpc.UnaryUnaryMultiCallable[_api_pb2.ListPartitionsRequest, _api_pb2.ListPartitionsResponse]
+    ListExecutors: _grpc.UnaryUnaryMultiCallable[_api_pb2.ListExecutorsRequest, _api_pb2.ListExecutorsResponse]
 
 @_typing.type_check_only
 class ClusterAsyncStub(ClusterStub):
+    """The cluster as etcd sees it; no tenant data."""
+
     def __init__(self, channel: _aio.Channel) -> None: ...
+    ListNodes: _aio.UnaryUnaryMultiCallable[_api_pb2.ListNodesRequest, _api_pb2.ListNodesResponse]  # type: ignore[assignment]
     ListPartitions: _aio.UnaryUnaryMultiCallable[_api_pb2.ListPartitionsRequest, _api_pb2.ListPartitionsResponse]  # type: ignore[assignment]
+    ListExecutors: _aio.UnaryUnaryMultiCallable[_api_pb2.ListExecutorsRequest, _api_pb2.ListExecutorsResponse]  # type: ignore[assignment]
 
 class ClusterServicer(metaclass=_abc_1.ABCMeta):
+    """The cluster as etcd sees it; no tenant data."""
+
+    @_abc_1.abstractmethod
+    def ListNodes(
+        self,
+        request: _api_pb2.ListNodesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_api_pb2.ListNodesResponse, _abc.Awaitable[_api_pb2.ListNodesResponse]]: ...
+
     @_abc_1.abstractmethod
     def ListPartitions(
         self,
         request: _api_pb2.ListPartitionsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_api_pb2.ListPartitionsResponse, _abc.Awaitable[_api_pb2.ListPartitionsResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def ListExecutors(
+        self,
+        request: _api_pb2.ListExecutorsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_api_pb2.ListExecutorsResponse, _abc.Awaitable[_api_pb2.ListExecutorsResponse]]: ...
 
 def add_ClusterServicer_to_server(servicer: ClusterServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

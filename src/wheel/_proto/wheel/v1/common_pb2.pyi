@@ -197,7 +197,7 @@ class Attempt(_message.Message):
     def __init__(self, number: _Optional[int] = ..., executor_id: _Optional[str] = ..., fence: _Optional[int] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., outcome: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
 
 class Execution(_message.Message):
-    __slots__ = ("id", "job_id", "job_version", "scheduled_for", "fire_at", "status", "reason", "attempt", "fence", "attempts")
+    __slots__ = ("id", "job_id", "job_version", "scheduled_for", "fire_at", "status", "reason", "attempt", "fence", "attempts", "trigger", "error", "created_at", "started_at", "finished_at", "executor_id", "priority")
     ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -208,6 +208,13 @@ class Execution(_message.Message):
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
     FENCE_FIELD_NUMBER: _ClassVar[int]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
+    TRIGGER_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    EXECUTOR_ID_FIELD_NUMBER: _ClassVar[int]
+    PRIORITY_FIELD_NUMBER: _ClassVar[int]
     id: str
     job_id: str
     job_version: int
@@ -218,7 +225,14 @@ class Execution(_message.Message):
     attempt: int
     fence: int
     attempts: _containers.RepeatedCompositeFieldContainer[Attempt]
-    def __init__(self, id: _Optional[str] = ..., job_id: _Optional[str] = ..., job_version: _Optional[int] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fire_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[ExecutionStatus, str]] = ..., reason: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ...) -> None: ...
+    trigger: str
+    error: str
+    created_at: _timestamp_pb2.Timestamp
+    started_at: _timestamp_pb2.Timestamp
+    finished_at: _timestamp_pb2.Timestamp
+    executor_id: str
+    priority: int
+    def __init__(self, id: _Optional[str] = ..., job_id: _Optional[str] = ..., job_version: _Optional[int] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fire_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[ExecutionStatus, str]] = ..., reason: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., trigger: _Optional[str] = ..., error: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., executor_id: _Optional[str] = ..., priority: _Optional[int] = ...) -> None: ...
 
 class NextRun(_message.Message):
     __slots__ = ("instant", "wall_time", "time_zone", "note")

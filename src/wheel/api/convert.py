@@ -1,0 +1,351 @@
+"""Public-API messages and wheel's model, both ways: the one place that knows both.
+
+Requests are read strictly: an unknown enum number, an out-of-range instant
+or duration, or a value the model refuses is an InvalidArgument naming the
+field as the request spells it (`schedule.cron.expression`,
+`policies.retry.max_attempts`, ...). Unset optional fields take the design's
+defaults, as `wheel.model.jobs` defines them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from google.protobuf.duration_pb2 import Duration
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from wheel._proto.wheel.v1 import common_pb2 as pb
+from wheel.errors import InvalidArgument
+from wheel.model import executions as mx
+from wheel.model import jobs as mj
+from wheel.model.ids import ExecutionKey, JobId
+from wheel.schedule import PreviewRun
+from wheel.timestamps import to_timestamp
+
+T = TypeVar("T")
+K = TypeVar("K", bound=int)
+
+# Where the model's field names differ from the request's.
+_FIELD_NAMES = {
+    "schedule.cron": "schedule.cron.expression",
+    "schedule.time_zone": "schedule.cron.time_zone",
+    "schedule.starts_at": "schedule.cron.start",
+    "schedule.ends_at": "schedule.cron.end",
+    "schedule.smear": "schedule.cron.smear",
+    "policies.max_attempts": "policies.retry.max_attempts",
+    "policies.backoff_base": "policies.retry.backoff_base",
+    "policies.backoff_cap": "policies.retry.backoff_cap",
+}
+
+_MAX_DURATION = timedelta(days=3660)
+
+_MISFIRE = {
+    pb.MISFIRE_DEFAULT: mj.MisfirePolicy.FIRE_ONCE,
+    pb.MISFIRE_SKIP: mj.MisfirePolicy.SKIP,
+    pb.MISFIRE_FIRE_ONCE: mj.MisfirePolicy.FIRE_ONCE,
+    pb.MISFIRE_FIRE_ALL: mj.MisfirePolicy.FIRE_ALL,
+}
+_OVERLAP = {
+    pb.OVERLAP_DEFAULT: mj.OverlapPolicy.SKIP,
+    pb.OVERLAP_SKIP: mj.OverlapPolicy.SKIP,
+    pb.OVERLAP_QUEUE: mj.OverlapPolicy.QUEUE,
+    pb.OVERLAP_ALLOW: mj.OverlapPolicy.ALLOW,
+}
+_GAP = {
+    pb.DstPolicy.GAP_DEFAULT: mj.DstGap.DEFAULT,
+    pb.DstPolicy.GAP_SHIFT: mj.DstGap.SHIFT,
+    pb.DstPolicy.GAP_SKIP: mj.DstGap.SKIP,
+}
+_FOLD = {
+    pb.DstPolicy.FOLD_DEFAULT: mj.DstFold.DEFAULT,
+    pb.DstPolicy.FOLD_FIRST: mj.DstFold.FIRST,
+    pb.DstPolicy.FOLD_LAST: mj.DstFold.LAST,
+    pb.DstPolicy.FOLD_BOTH: mj.DstFold.BOTH,
+}
+JOB_STATUS = {
+    mj.JobStatus.ACTIVE: pb.JOB_STATUS_ACTIVE,
+    mj.JobStatus.PAUSED: pb.JOB_STATUS_PAUSED,
+    mj.JobStatus.DELETED: pb.JOB_STATUS_DELETED,
+}
+EXECUTION_STATUS = {
+    mx.ExecutionStatus.PENDING: pb.EXECUTION_STATUS_PENDING,
+    mx.ExecutionStatus.DISPATCHED: pb.EXECUTION_STATUS_DISPATCHED,
+    mx.ExecutionStatus.RUNNING: pb.EXECUTION_STATUS_RUNNING,
+    mx.ExecutionStatus.SUCCEEDED: pb.EXECUTION_STATUS_SUCCEEDED,
+    mx.ExecutionStatus.DEAD: pb.EXECUTION_STATUS_DEAD,
+    mx.ExecutionStatus.SKIPPED: pb.EXECUTION_STATUS_SKIPPED,
+    mx.ExecutionStatus.NEEDS_REVIEW: pb.EXECUTION_STATUS_NEEDS_REVIEW,
+    mx.ExecutionStatus.CANCELLED: pb.EXECUTION_STATUS_CANCELLED,
+}
+EXECUTION_STATUS_FROM = {v: k for k, v in EXECUTION_STATUS.items()}
+JOB_STATUS_FROM = {v: k for k, v in JOB_STATUS.items()}
+
+
+def _pick(table: Mapping[Any, T], value: int, field: str) -> T:
+    try:
+        return table[value]
+    except KeyError:
+        raise InvalidArgument(field, f"{value} is not a known value") from None
+
+
+def _inverse(table: Mapping[K, T], value: T) -> K:
+    """The message value for a model value: the explicit one, not the DEFAULT alias."""
+    keys = [k for k, v in table.items() if v == value]
+    return max(keys)
+
+
+# -- scalars --------------------------------------------------------------------------------
+
+
+def instant(timestamp: Timestamp, field: str) -> datetime:
+    """A request's Timestamp as an aware UTC datetime; InvalidArgument if out of range."""
+    if not 0 <= timestamp.nanos < 1_000_000_000:
+        raise InvalidArgument(field, "nanos must be in 0-999999999")
+    try:
+        value = timestamp.ToDatetime(tzinfo=UTC)
+    except (ValueError, OverflowError, OSError):
+        raise InvalidArgument(field, "is not an instant between years 1 and 9999") from None
+    if not datetime(1970, 1, 1, tzinfo=UTC) <= value < datetime(9000, 1, 1, tzinfo=UTC):
+        raise InvalidArgument(field, "must be between 1970 and 9000")
+    return value
+
+
+def duration(value: Duration, field: str) -> timedelta:
+    """A request's Duration; InvalidArgument if negative, malformed or over ten years."""
+    if value.seconds < 0 or value.nanos < 0:
+        raise InvalidArgument(field, "must not be negative")
+    if value.nanos >= 1_000_000_000:
+        raise InvalidArgument(field, "nanos must be in 0-999999999")
+    if value.seconds > _MAX_DURATION.total_seconds():
+        raise InvalidArgument(field, f"longer than {_MAX_DURATION.days} days")
+    return timedelta(seconds=value.seconds, microseconds=value.nanos // 1000)
+
+
+def to_duration(delta: timedelta) -> Duration:
+    result = Duration()
+    result.FromTimedelta(delta)
+    return result
+
+
+def job_id(text: str, field: str = "id") -> JobId:
+    if not text:
+        raise InvalidArgument(field, "is required")
+    try:
+        return JobId(uuid.UUID(text))
+    except ValueError:
+        raise InvalidArgument(field, f"{text[:80]!r} is not a job id (a UUID)") from None
+
+
+def execution_key(text: str, field: str = "id") -> ExecutionKey:
+    if not text:
+        raise InvalidArgument(field, "is required")
+    try:
+        return ExecutionKey.parse(text)
+    except ValueError as exc:
+        raise InvalidArgument(field, f"not an execution id: {exc}") from None
+
+
+def _model(build: Callable[[], T], prefix: str = "") -> T:
+    """Build a model object, renaming the field of any InvalidArgument as the request spells it."""
+    try:
+        return build()
+    except InvalidArgument as exc:
+        name = f"{prefix}{exc.field}"
+        raise InvalidArgument(_FIELD_NAMES.get(name, name), exc.reason) from None
+
+
+# -- requests -> model ----------------------------------------------------------------------
+
+
+def schedule_from(message: pb.Schedule, field: str = "schedule") -> mj.Schedule:
+    kind = message.WhichOneof("kind")
+    if kind is None:
+        raise InvalidArgument(field, "one of now, at or cron is required")
+    if kind == "now":
+        return mj.Schedule(mj.ScheduleKind.NOW)
+    if kind == "at":
+        at = instant(message.at, f"{field}.at")
+        return _model(lambda: mj.Schedule(mj.ScheduleKind.AT, at=at))
+    cron = message.cron
+    prefix = f"{field}.cron"
+    starts = instant(cron.start, f"{prefix}.start") if cron.HasField("start") else None
+    ends = instant(cron.end, f"{prefix}.end") if cron.HasField("end") else None
+    smear = duration(cron.smear, f"{prefix}.smear")
+    gap = _pick(_GAP, cron.dst.gap, f"{prefix}.dst.gap")
+    fold = _pick(_FOLD, cron.dst.fold, f"{prefix}.dst.fold")
+    if not cron.expression.strip():
+        raise InvalidArgument(f"{prefix}.expression", "is required for a cron schedule")
+    return _model(
+        lambda: mj.Schedule(
+            mj.ScheduleKind.CRON,
+            cron=cron.expression,
+            time_zone=cron.time_zone or "UTC",
+            starts_at=starts,
+            ends_at=ends,
+            smear=smear,
+            dst_gap=gap,
+            dst_fold=fold,
+        )
+    )
+
+
+def policies_from(message: pb.JobPolicies, field: str = "policies") -> mj.Policies:
+    defaults = mj.Policies()
+    retry = message.retry
+
+    def given(parent: object, name: str, path: str, default: timedelta) -> timedelta:
+        if parent.HasField(name):  # type: ignore[attr-defined]
+            return duration(getattr(parent, name), path)
+        return default
+
+    return _model(
+        lambda: mj.Policies(
+            max_attempts=retry.max_attempts or defaults.max_attempts,
+            backoff_base=given(
+                retry, "backoff_base", f"{field}.retry.backoff_base", defaults.backoff_base
+            ),
+            backoff_cap=given(
+                retry, "backoff_cap", f"{field}.retry.backoff_cap", defaults.backoff_cap
+            ),
+            idempotent=message.idempotent if message.HasField("idempotent") else True,
+            misfire=_pick(_MISFIRE, message.misfire, f"{field}.misfire"),
+            misfire_grace=given(
+                message, "misfire_grace", f"{field}.misfire_grace", defaults.misfire_grace
+            ),
+            misfire_replay_cap=message.misfire_replay_cap or defaults.misfire_replay_cap,
+            overlap=_pick(_OVERLAP, message.overlap, f"{field}.overlap"),
+            timeout=given(message, "timeout", f"{field}.timeout", defaults.timeout),
+            priority=message.priority,
+            pool=message.pool or defaults.pool,
+        ),
+    )
+
+
+def spec_from(
+    name: str,
+    task_type: str,
+    payload: bytes,
+    schedule: pb.Schedule,
+    policies: pb.JobPolicies,
+    prefix: str = "",
+) -> mj.JobSpec:
+    """A job definition from a request's fields; InvalidArgument names the first bad one."""
+    built_schedule = schedule_from(schedule, f"{prefix}schedule")
+    built_policies = policies_from(policies, f"{prefix}policies")
+    return _model(
+        lambda: mj.JobSpec(
+            name=name,
+            task_type=task_type,
+            payload=payload,
+            schedule=built_schedule,
+            policies=built_policies,
+        ),
+        prefix,
+    )
+
+
+# -- model -> messages ----------------------------------------------------------------------
+
+
+def schedule_to(schedule: mj.Schedule) -> pb.Schedule:
+    if schedule.kind is mj.ScheduleKind.NOW:
+        return pb.Schedule(now=pb.RunNow())
+    if schedule.kind is mj.ScheduleKind.AT:
+        assert schedule.at is not None
+        return pb.Schedule(at=to_timestamp(schedule.at))
+    cron = pb.CronSchedule(
+        expression=schedule.cron or "",
+        time_zone=schedule.time_zone,
+        smear=to_duration(schedule.smear),
+        dst=pb.DstPolicy(
+            gap=_inverse(_GAP, schedule.dst_gap), fold=_inverse(_FOLD, schedule.dst_fold)
+        ),
+    )
+    if schedule.starts_at is not None:
+        cron.start.CopyFrom(to_timestamp(schedule.starts_at))
+    if schedule.ends_at is not None:
+        cron.end.CopyFrom(to_timestamp(schedule.ends_at))
+    return pb.Schedule(cron=cron)
+
+
+def policies_to(policies: mj.Policies) -> pb.JobPolicies:
+    return pb.JobPolicies(
+        retry=pb.RetryPolicy(
+            max_attempts=policies.max_attempts,
+            backoff_base=to_duration(policies.backoff_base),
+            backoff_cap=to_duration(policies.backoff_cap),
+        ),
+        idempotent=policies.idempotent,
+        misfire=_inverse(_MISFIRE, policies.misfire),
+        misfire_grace=to_duration(policies.misfire_grace),
+        misfire_replay_cap=policies.misfire_replay_cap,
+        overlap=_inverse(_OVERLAP, policies.overlap),
+        timeout=to_duration(policies.timeout),
+        priority=policies.priority,
+        pool=policies.pool,
+    )
+
+
+def job_to(job: mj.Job) -> pb.Job:
+    spec = job.spec
+    return pb.Job(
+        id=str(job.id),
+        name=spec.name,
+        task_type=spec.task_type,
+        payload=spec.payload,
+        schedule=schedule_to(spec.schedule),
+        policies=policies_to(spec.policies),
+        status=JOB_STATUS[job.status],
+        version=job.version,
+        created_at=to_timestamp(job.created_at),
+        updated_at=to_timestamp(job.updated_at),
+    )
+
+
+def _set_time(message: object, name: str, value: datetime | None) -> None:
+    if value is not None:
+        getattr(message, name).CopyFrom(to_timestamp(value))
+
+
+def execution_to(execution: mx.Execution) -> pb.Execution:
+    message = pb.Execution(
+        id=execution.key.id,
+        job_id=str(execution.key.job_id),
+        job_version=execution.job_version,
+        scheduled_for=to_timestamp(execution.key.scheduled_for),
+        fire_at=to_timestamp(execution.fire_at),
+        status=EXECUTION_STATUS[execution.status],
+        reason=execution.reason or "",
+        attempt=execution.attempt,
+        fence=execution.fence,
+        trigger=execution.trigger.value,
+        error=execution.error or "",
+        created_at=to_timestamp(execution.created_at),
+        executor_id=execution.executor_id or "",
+        priority=execution.priority,
+    )
+    _set_time(message, "started_at", execution.started_at)
+    _set_time(message, "finished_at", execution.finished_at)
+    for attempt in execution.attempts:
+        item = message.attempts.add(
+            number=attempt.number,
+            executor_id=attempt.executor_id or "",
+            fence=attempt.fence,
+            outcome=attempt.outcome.value,
+            error=attempt.error or "",
+        )
+        _set_time(item, "started_at", attempt.started_at)
+        _set_time(item, "finished_at", attempt.finished_at)
+    return message
+
+
+def next_run_to(run: PreviewRun) -> pb.NextRun:
+    return pb.NextRun(
+        instant=to_timestamp(run.fire_at),
+        wall_time=run.wall_time,
+        time_zone=run.time_zone,
+        note=run.note or "",
+    )

@@ -1,0 +1,122 @@
+"""wheel's errors as gRPC statuses and back: the one mapping server and SDK share.
+
+The server answers every failure with a status code and a message naming the
+field and the reason; trailing metadata carries the error's kind (and the
+field of an invalid argument) so that the SDK raises the same exception type
+the server raised, with the same attributes.
+
+    InvalidArgument    INVALID_ARGUMENT     (wheel-field: the field)
+    NotFound           NOT_FOUND
+    VersionConflict    ABORTED              (an optimistic-concurrency loss, AIP-154)
+    InvalidTransition  FAILED_PRECONDITION
+    Conflict           ALREADY_EXISTS
+    Unauthenticated    UNAUTHENTICATED
+    PermissionDenied   PERMISSION_DENIED
+    StoreUnavailable / CoordinatorUnavailable   UNAVAILABLE (retry: nothing happened)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import grpc
+
+from wheel.errors import (
+    Conflict,
+    CoordinatorUnavailable,
+    InvalidArgument,
+    InvalidTransition,
+    NotFound,
+    PermissionDenied,
+    StoreUnavailable,
+    Unauthenticated,
+    Unavailable,
+    VersionConflict,
+    WheelError,
+)
+
+KIND = "wheel-error"
+FIELD = "wheel-field"
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    code: grpc.StatusCode
+    message: str
+    metadata: tuple[tuple[str, str], ...]
+
+
+def to_status(error: WheelError) -> Status | None:
+    """The status an error is answered with; None for an error that is a server fault."""
+    kind = type(error).__name__
+    if isinstance(error, InvalidArgument):
+        return Status(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            str(error),
+            ((KIND, kind), (FIELD, error.field)),
+        )
+    code = _CODES.get(type(error))
+    if code is None:
+        for base, base_code in _CODES.items():
+            if isinstance(error, base):
+                code = base_code
+                break
+    if code is None:
+        return None
+    return Status(code, str(error), ((KIND, kind),))
+
+
+_CODES: dict[type[WheelError], grpc.StatusCode] = {
+    NotFound: grpc.StatusCode.NOT_FOUND,
+    VersionConflict: grpc.StatusCode.ABORTED,
+    InvalidTransition: grpc.StatusCode.FAILED_PRECONDITION,
+    Conflict: grpc.StatusCode.ALREADY_EXISTS,
+    Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
+    PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
+    StoreUnavailable: grpc.StatusCode.UNAVAILABLE,
+    CoordinatorUnavailable: grpc.StatusCode.UNAVAILABLE,
+    Unavailable: grpc.StatusCode.UNAVAILABLE,
+}
+
+
+class RemoteError(WheelError):
+    """The server failed in a way it did not describe (INTERNAL, UNKNOWN, ...)."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(f"{code.name}: {message}")
+        self.code = code
+
+
+def from_status(
+    code: grpc.StatusCode, message: str, metadata: Mapping[str, str] | None = None
+) -> WheelError:
+    """The exception a status stands for, as the server raised it (best effort for others)."""
+    metadata = metadata or {}
+    kind = metadata.get(KIND, "")
+    if code is grpc.StatusCode.INVALID_ARGUMENT:
+        field = metadata.get(FIELD, "request")
+        prefix = f"{field}: "
+        return InvalidArgument(field, message.removeprefix(prefix))
+    if code is grpc.StatusCode.NOT_FOUND:
+        return _described(NotFound, message)
+    if code is grpc.StatusCode.ABORTED and kind == "VersionConflict":
+        return _described(VersionConflict, message)
+    if code is grpc.StatusCode.FAILED_PRECONDITION:
+        return _described(InvalidTransition, message)
+    if code is grpc.StatusCode.ALREADY_EXISTS:
+        return Conflict(message)
+    if code is grpc.StatusCode.UNAUTHENTICATED:
+        return Unauthenticated(message)
+    if code is grpc.StatusCode.PERMISSION_DENIED:
+        return PermissionDenied(message)
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        return Unavailable(f"{code.name}: {message}")
+    return RemoteError(code, message)
+
+
+def _described(cls: type[WheelError], message: str) -> WheelError:
+    """An instance of `cls` carrying the server's message, without its constructor's args."""
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    return error
