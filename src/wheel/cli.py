@@ -6,18 +6,18 @@ import dataclasses
 import json
 import logging
 import sys
-from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from wheel import cli_options, devcluster, eventloop, logs
+from wheel import cli_options, eventloop, logs
 from wheel.admin_cli import tenants, tokens
+from wheel.api_cli import executions, jobs
+from wheel.dev_cli import dev
 from wheel.errors import WheelError
 from wheel.executor.cli import executor
 from wheel.scheduler.cli import scheduler
-from wheel.store.migrate import migrate as migrate_schema
 
 CONTEXT = {"auto_envvar_prefix": "WHEEL", "help_option_names": ["-h", "--help"]}
 
@@ -27,41 +27,6 @@ CONTEXT = {"auto_envvar_prefix": "WHEEL", "help_option_names": ["-h", "--help"]}
 def cli() -> None:
     """wheel: a distributed job scheduler."""
     logs.configure(logging.INFO)
-
-
-@cli.command()
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Data directory (env WHEEL_DEV_DATA_DIR). "
-    "Default: ./.wheel-dev; as root /var/lib/wheel-dev.",
-)
-@click.option("--etcd-port", type=int, default=0, help="0 (default) picks a free port.")
-@click.option("--postgres-port", type=int, default=0, help="0 (default) picks a free port.")
-def dev(data_dir: Path | None, etcd_port: int, postgres_port: int) -> None:
-    """Run a local cluster in the foreground; Ctrl-C stops it."""
-    from wheel.local import LocalServices
-
-    config = devcluster.DevConfig(
-        data_dir=(data_dir or devcluster.default_data_dir()).resolve(),
-        etcd_port=etcd_port,
-        postgres_port=postgres_port,
-    )
-    click.echo(f"wheel dev: starting in {config.data_dir}")
-    with LocalServices.start(
-        config.data_dir, etcd_port=config.etcd_port, postgres_port=config.postgres_port
-    ) as services:
-        devcluster.ensure_database(services.postgres.dsn(), devcluster.DATABASE)
-        dsn = services.postgres.dsn(devcluster.DATABASE)
-        for migration in eventloop.run(migrate_schema(dsn)):
-            click.echo(f"applied migration {migration.number:04d}_{migration.name}")
-        devcluster.write_state(services, dsn)
-        click.echo(devcluster.describe(services, dsn))
-        click.echo("wheel dev: ready", err=False)
-        received = eventloop.run(devcluster.wait_for_stop_signal())
-        click.echo(f"wheel dev: {received.name} received, stopping")
-    click.echo("wheel dev: stopped")
 
 
 @cli.command()
@@ -112,7 +77,10 @@ def shards(endpoint: str, cluster: str, output: str) -> None:
     click.echo(f"{held} of {len(rows)} partitions held")
 
 
+cli.add_command(dev)
 cli.add_command(scheduler)
+cli.add_command(jobs)
+cli.add_command(executions)
 cli.add_command(tenants)
 cli.add_command(tokens)
 cli.add_command(executor)
