@@ -195,3 +195,7 @@ class Execution:
     started_at: datetime | None
     finished_at: datetime | None
     attempts: tuple[Attempt, ...] = ()
+    dispatched_at: datetime | None = None
+    """When the latest claim was made (the occurrence fired)."""
+    claimed_by: str | None = None
+    """The node that made the latest claim."""

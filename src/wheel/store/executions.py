@@ -43,6 +43,8 @@ def execution_from_row(row: dict[str, Any], attempts: tuple[Attempt, ...] = ()) 
         started_at=row["started_at"],
         finished_at=row["finished_at"],
         attempts=attempts,
+        dispatched_at=row["dispatched_at"],
+        claimed_by=row["claimed_by"],
     )
 
 

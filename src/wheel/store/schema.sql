@@ -101,6 +101,8 @@ CREATE TABLE executions (
     dispatched_at   timestamptz,
     started_at      timestamptz,
     finished_at     timestamptz,
+    -- The node that made the latest claim (what `explain` shows).
+    claimed_by      text,
     PRIMARY KEY (job_id, scheduled_for),
     CHECK ((status IN ('dispatched', 'running')) = (lease_until IS NOT NULL))
 ) PARTITION BY RANGE (scheduled_for);
@@ -318,7 +320,7 @@ CREATE FUNCTION wheel_claim(
 SET enable_hashjoin = off SET enable_mergejoin = off
 AS $$
     WITH owned AS (
-        SELECT pe.partition
+        SELECT pe.partition, pe.node_id
         FROM partition_epochs pe
         JOIN unnest(p_partitions, p_epochs) AS mine (partition, epoch)
           ON pe.partition = mine.partition AND pe.epoch = mine.epoch
@@ -363,10 +365,11 @@ AS $$
             executor_id = NULL,
             started_at = NULL,
             finished_at = NULL,
-            error = NULL
-        FROM picked p, jobs j
+            error = NULL,
+            claimed_by = o.node_id
+        FROM picked p, jobs j, owned o
         WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for AND j.id = e.job_id
-          AND p.state = 'claimed'
+          AND o.partition = e.partition AND p.state = 'claimed'
         RETURNING e.job_id, e.scheduled_for, e.tenant_id, e.partition, e.fence, e.attempt,
                   e.lease_until, e.job_version, j.task_type, j.payload, j.pool, e.priority,
                   j.timeout_ms, e.fire_at

@@ -108,6 +108,9 @@ async def test_claim_with_a_stale_epoch_claims_nothing(store: Store) -> None:
         [ExecutionKey(job.id, at)], {PartitionId(5): EPOCH + 7}, lease_s=30
     )
     assert [c.key for c in fresh] == [ExecutionKey(job.id, at)]
+    execution = await store.executions.get(owner.id, ExecutionKey(job.id, at))
+    assert execution.claimed_by == "node-b", "the claim records the epoch's node"
+    assert execution.dispatched_at is not None
 
 
 async def test_epochs_only_move_forward(store: Store) -> None:
