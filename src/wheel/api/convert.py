@@ -10,7 +10,8 @@ defaults, as `wheel.model.jobs` defines them.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -150,11 +151,18 @@ def execution_key(text: str, field: str = "id") -> ExecutionKey:
 
 def _model(build: Callable[[], T], prefix: str = "") -> T:
     """Build a model object, renaming the field of any InvalidArgument as the request spells it."""
-    try:
+    with request_fields(prefix):
         return build()
+
+
+@contextmanager
+def request_fields(prefix: str = "") -> Iterator[None]:
+    """Inside: an InvalidArgument from the model names its field as the request spells it."""
+    try:
+        yield
     except InvalidArgument as exc:
-        name = f"{prefix}{exc.field}"
-        raise InvalidArgument(_FIELD_NAMES.get(name, name), exc.reason) from None
+        name = _FIELD_NAMES.get(exc.field, exc.field)
+        raise InvalidArgument(f"{prefix}{name}", exc.reason) from None
 
 
 # -- requests -> model ----------------------------------------------------------------------

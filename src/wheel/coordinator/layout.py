@@ -44,6 +44,11 @@ class Layout:
     def executors(self) -> str:
         return f"{self.root}executors/"
 
+    @property
+    def breakers(self) -> str:
+        """`breakers/<node>`: the task types whose circuit breaker is open on that node."""
+        return f"{self.root}breakers/"
+
     def node(self, node_id: str) -> str:
         return f"{self.nodes}{node_id}"
 

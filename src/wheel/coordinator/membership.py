@@ -46,6 +46,8 @@ class Membership:
         self._address = address
         self._default_partitions = default_partitions
         self.ownership: Ownership | None = None
+        self.session: Session | None = None
+        """The live session while a member: keys put under its lease go when the node does."""
         self.sessions = 0
         """How many sessions this node has opened (1 + the times it re-registered)."""
         self.joined = asyncio.Event()
@@ -65,12 +67,14 @@ class Membership:
                 continue
             delay = RETRY_MIN_S
             self.sessions += 1
+            self.session = session
             try:
                 await self._member(session)
             except CoordinatorError as exc:
                 log.warning("membership.lost", extra={"node": self.node_id, "error": str(exc)})
                 await session.close()
             finally:
+                self.session = None
                 self.joined.clear()
 
     async def _member(self, session: Session) -> None:

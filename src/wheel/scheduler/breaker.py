@@ -72,6 +72,10 @@ class Breakers:
             breaker.state = BreakerState.OPEN
             breaker.until = now + self._cooldown_s
 
+    def not_closed(self) -> dict[str, BreakerState]:
+        """Every task type whose breaker is open or probing."""
+        return {t: b.state for t, b in self._breakers.items() if b.state is not BreakerState.CLOSED}
+
     def state(self, task_type: str) -> BreakerState:
         breaker = self._breakers.get(task_type)
         return breaker.state if breaker else BreakerState.CLOSED

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 
 from wheel.errors import ConfigError
 
@@ -26,6 +27,12 @@ class SchedulerConfig:
     """host:port executors reach this node at (default: the bound listen address)."""
     metrics_listen: str = ""
     """host:port for Prometheus metrics (/metrics); empty: not served."""
+    tls_cert_file: str = ""
+    """PEM certificate chain: with tls_key_file, the gRPC server speaks only TLS."""
+    tls_key_file: str = ""
+    """PEM private key of tls_cert_file (a file, so the key never sits in flags or env)."""
+    token_cache_s: float = 5.0
+    """How long a token's tenant is cached: a revoked token stops working within this."""
     partitions: int = 256
     """Partition count for a new cluster; an existing cluster keeps its own."""
     session_ttl_s: int = 10
@@ -62,6 +69,14 @@ class SchedulerConfig:
     pool_size: int = 8
 
     def __post_init__(self) -> None:
+        if bool(self.tls_cert_file) != bool(self.tls_key_file):
+            raise ConfigError("tls_key_file", "tls_cert_file and tls_key_file go together")
+        for name in ("tls_cert_file", "tls_key_file"):
+            path = getattr(self, name)
+            if path and not Path(path).is_file():
+                raise ConfigError(name, f"{path} is not a readable file")
+        if self.token_cache_s < 0:
+            raise ConfigError("token_cache_s", "must not be negative")
         if not self.node_id:
             raise ConfigError("node_id", "must not be empty")
         if "/" in self.node_id:

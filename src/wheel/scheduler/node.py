@@ -24,11 +24,19 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from wheel._proto.wheel.v1 import executor_pb2
+from wheel._proto.wheel.v1 import api_pb2, executor_pb2
 from wheel._proto.wheel.v1 import executor_pb2_grpc as pb_grpc
+from wheel.api.auth import Authenticator
+from wheel.api.cluster import ClusterApi
+from wheel.api.executions import ExecutionsApi
+from wheel.api.explain import Explainer
+from wheel.api.jobs import JobsApi
+from wheel.api.rpc import add_services
 from wheel.coordinator.etcd import Etcd
-from wheel.coordinator.layout import Layout
+from wheel.coordinator.layout import Layout, encode
 from wheel.coordinator.membership import Membership
+from wheel.coordinator.ownership import partition_count
+from wheel.errors import CoordinatorError
 from wheel.model.ids import PartitionId
 from wheel.scheduler.clock import measure
 from wheel.scheduler.config import SchedulerConfig
@@ -39,6 +47,7 @@ from wheel.scheduler.materialiser import Materialiser
 from wheel.scheduler.metrics import NodeMetrics
 from wheel.scheduler.stream import ExecutorStreamService
 from wheel.store import Store
+from wheel.tls import server_credentials
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +61,7 @@ _PARTITION_DAYS_AHEAD = 2
 _MAINTAIN_INTERVAL_S = 600.0
 _LOOP_RETRY_MAX_S = 5.0
 _STATS_INTERVAL_S = 10.0
+_BREAKERS_INTERVAL_S = 1.0
 
 
 class SchedulerNode:
@@ -77,6 +87,7 @@ class SchedulerNode:
         self.metrics_address = ""
         self._health: health.aio.HealthServicer | None = None
         self._health_status: int | None = None
+        self._breakers_published: tuple[int, object] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -85,7 +96,9 @@ class SchedulerNode:
         store = self._store = await Store.open(
             config.postgres_dsn, min_size=2, max_size=config.pool_size
         )
-        self._etcd = await Etcd.connect(config.etcd_endpoint)
+        etcd = self._etcd = await Etcd.connect(config.etcd_endpoint)
+        layout = Layout(config.cluster)
+        partitions = await partition_count(etcd, layout, config.partitions)
         links = Links()
         engine = self.engine = Engine(config, store, links)
         self.loader = Loader(engine, store, dsn=config.postgres_dsn)
@@ -108,6 +121,13 @@ class SchedulerNode:
         pb_grpc.add_ExecutorStreamServicer_to_server(
             ExecutorStreamService(engine, self.node_id), server
         )
+        # The public API: every call authenticated by its bearer token.
+        api_services = [
+            JobsApi(store, partitions=partitions).service(),
+            ExecutionsApi(store, Explainer(store, etcd, layout)).service(),
+            ClusterApi(etcd, layout).service(),
+        ]
+        add_services(server, Authenticator(store.tenants, ttl_s=config.token_cache_s), api_services)
         # Standard health checking (SERVING only once joined, loaded and with a sane
         # clock: what a readiness probe asks) and reflection (grpcurl, grpc_cli).
         self._health = health.aio.HealthServicer()
@@ -115,13 +135,18 @@ class SchedulerNode:
         reflection.enable_server_reflection(
             [
                 executor_pb2.DESCRIPTOR.services_by_name["ExecutorStream"].full_name,
+                *(service.full_name for service in api_pb2.DESCRIPTOR.services_by_name.values()),
                 health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
                 reflection.SERVICE_NAME,
             ],
             server,
         )
         await self._refresh_health()
-        port = server.add_insecure_port(config.listen)
+        if config.tls_cert_file:
+            credentials = server_credentials(config.tls_cert_file, config.tls_key_file)
+            port = server.add_secure_port(config.listen, credentials)
+        else:
+            port = server.add_insecure_port(config.listen)
         await server.start()
         host = config.listen.rsplit(":", 1)[0]
         self.address = config.advertise or f"{host}:{port}"
@@ -142,6 +167,7 @@ class SchedulerNode:
             self._every("retention", _MAINTAIN_INTERVAL_S, self._maintain),
             self._every("clock", config.clock_check_interval_s, self._check_clock),
             self._every("stats", _STATS_INTERVAL_S, self._log_stats),
+            self._every("breakers", _BREAKERS_INTERVAL_S, self._publish_breakers),
             asyncio.create_task(self._membership_while_fit(), name="membership"),
         ]
         log.info("node.started", extra={"node": self.node_id, "address": self.address})
@@ -244,6 +270,28 @@ class SchedulerNode:
 
         task = asyncio.create_task(watch())
         self._tasks.append(task)
+
+    async def _publish_breakers(self) -> None:
+        """Put this node's open breakers in etcd (on its session lease) for `explain`."""
+        membership, engine, etcd = self.membership, self.engine, self._etcd
+        session = membership.session if membership is not None else None
+        if session is None or engine is None or etcd is None:
+            return
+        document = {
+            "open": {
+                task_type: {"state": state.value, "parked": len(engine.parked.get(task_type, ()))}
+                for task_type, state in sorted(engine.breakers.not_closed().items())
+            }
+        }
+        published = (session.lease_id, document)
+        if published == self._breakers_published:
+            return
+        key = f"{Layout(self.config.cluster).breakers}{self.node_id}"
+        try:
+            await etcd.put(key, encode(document), lease=session.lease_id)
+        except CoordinatorError:
+            return  # etcd is away: the next tick tries again
+        self._breakers_published = published
 
     async def _acquired(self, partition: PartitionId, epoch: int) -> bool:
         assert self._store is not None

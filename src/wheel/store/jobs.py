@@ -11,9 +11,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import psycopg
 from psycopg.rows import dict_row
 
-from wheel.errors import InvalidTransition, NotFound, VersionConflict
+from wheel.errors import Conflict, InvalidTransition, NotFound, VersionConflict
 from wheel.model.executions import NewOccurrence
 from wheel.model.ids import JobId, PartitionId, TenantId
 from wheel.model.jobs import (
@@ -143,7 +144,10 @@ class Jobs:
         await self._occurrences.ensure_partitions(occurrences)
         async with translated(), self._pool.connection() as conn, conn.transaction():
             cursor = conn.cursor(row_factory=dict_row)
-            await cursor.execute(sql("insert_job"), params)
+            try:
+                await cursor.execute(sql("insert_job"), params)
+            except psycopg.errors.UniqueViolation:
+                raise Conflict(f"job id {job_id} is taken") from None
             row = await cursor.fetchone()
             assert row is not None
             if occurrences:

@@ -7,7 +7,7 @@ import itertools
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tests.integration.scheduler.conftest import NodeFactory
+from tests.integration.conftest import NodeFactory
 from tests.integration.scheduler.scripted_executor import ScriptedExecutor, connected, fail
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.model.executions import ExecutionStatus

@@ -1,4 +1,4 @@
-"""Scheduler nodes in-process against the real etcd and Postgres, with scripted executors."""
+"""Scheduler nodes in-process against the real etcd and Postgres, for node and API tests."""
 
 from __future__ import annotations
 

@@ -1,0 +1,264 @@
+"""Explain one occurrence: the path it took, or why it did not run.
+
+Read from what is durable (the job, the execution and its attempts, the
+claiming node) plus two live facts from etcd: who owns the occurrence's
+partition now and whether that node's circuit breaker for the task type is
+open (nodes publish open breakers under `breakers/<node>`, on their session
+lease). An occurrence that has no row is explained from the job's
+schedule: not an instant of it, outside its bounds, before the job existed,
+or not materialised yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from wheel._proto.wheel.v1 import api_pb2 as api
+from wheel.api import convert
+from wheel.coordinator.etcd import Etcd
+from wheel.coordinator.layout import Layout, decode
+from wheel.errors import NotFound
+from wheel.model.executions import Execution, ExecutionStatus, Trigger
+from wheel.model.ids import ExecutionKey, TenantId
+from wheel.model.jobs import Job, JobStatus, ScheduleKind
+from wheel.schedule import compile_schedule
+from wheel.store import Store
+from wheel.timestamps import to_timestamp
+
+V = api.Explanation
+_MADE = {
+    Trigger.SCHEDULE: "materialised",
+    Trigger.MANUAL: "triggered",
+    Trigger.BACKFILL: "backfilled",
+}
+
+
+def _when(instant: datetime) -> str:
+    return instant.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Explainer:
+    def __init__(
+        self,
+        store: Store,
+        etcd: Etcd,
+        layout: Layout,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self._store = store
+        self._etcd = etcd
+        self._layout = layout
+        self._clock = clock
+
+    async def explain(self, tenant: TenantId, key: ExecutionKey) -> api.Explanation:
+        job = await self._store.jobs.get(tenant, key.job_id)
+        try:
+            execution: Execution | None = await self._store.executions.get(tenant, key)
+        except NotFound:
+            execution = None
+        result = api.Explanation(
+            execution_id=key.id,
+            job_id=str(key.job_id),
+            scheduled_for=to_timestamp(key.scheduled_for),
+        )
+        if execution is None:
+            verdict, summary = self._absent(job, key)
+        else:
+            result.execution.CopyFrom(convert.execution_to(execution))
+            self._path(result, execution)
+            verdict, summary = await self._state(result, job, execution)
+        result.verdict = verdict
+        result.summary = summary
+        return result
+
+    # -- an occurrence with a row ------------------------------------------------------------
+
+    def _path(self, result: api.Explanation, execution: Execution) -> None:
+        made = _MADE[execution.trigger]
+        _step(
+            result,
+            execution.created_at,
+            made,
+            f"from job version {execution.job_version}, to fire at {_when(execution.fire_at)}",
+        )
+        for attempt in execution.attempts:
+            where = f"on executor {attempt.executor_id}" if attempt.executor_id else "unassigned"
+            detail = f"fence {attempt.fence}, {where}: {attempt.outcome.value}"
+            if attempt.error:
+                detail += f" ({attempt.error})"
+            _step(
+                result,
+                attempt.started_at or attempt.finished_at,
+                f"attempt {attempt.number}",
+                detail,
+            )
+        if execution.dispatched_at is not None and execution.status in (
+            ExecutionStatus.DISPATCHED,
+            ExecutionStatus.RUNNING,
+            ExecutionStatus.SUCCEEDED,
+        ):
+            node = execution.claimed_by or "a node"
+            _step(
+                result,
+                execution.dispatched_at,
+                "claimed",
+                f"fired by {node}, fence {execution.fence} (attempt {execution.attempt})",
+            )
+            if execution.executor_id and execution.status is not ExecutionStatus.SUCCEEDED:
+                _step(
+                    result,
+                    execution.started_at,
+                    "dispatched",
+                    f"to executor {execution.executor_id}",
+                )
+        if execution.status is ExecutionStatus.SUCCEEDED:
+            late = ""
+            if execution.started_at is not None:
+                ms = (execution.started_at - execution.fire_at) / timedelta(milliseconds=1)
+                late = f", started {ms:.1f} ms after its instant"
+            _step(
+                result,
+                execution.finished_at,
+                "succeeded",
+                f"on executor {execution.executor_id or '?'}{late}",
+            )
+        result.steps.sort(
+            key=lambda s: (s.at.seconds, s.at.nanos) if s.HasField("at") else (1 << 62, 0)
+        )
+
+    async def _state(
+        self, result: api.Explanation, job: Job, execution: Execution
+    ) -> tuple[api.Explanation.Verdict, str]:
+        status = execution.status
+        reason = execution.reason or ""
+        if status is ExecutionStatus.SUCCEEDED:
+            return V.SUCCEEDED, f"ran and succeeded on attempt {execution.attempt}"
+        if status in (ExecutionStatus.DISPATCHED, ExecutionStatus.RUNNING):
+            where = execution.executor_id or "an executor"
+            return V.IN_FLIGHT, (
+                f"{status.value} on {where}, fired by {execution.claimed_by or 'a node'} with "
+                f"fence {execution.fence}; its lease runs to "
+                f"{_when(execution.lease_until or execution.fire_at)}"
+            )
+        if status is ExecutionStatus.DEAD:
+            return V.DEAD, (
+                f"failed all {execution.attempt} attempts "
+                f"(last error: {execution.error or 'none'}); retry it with `wheel executions retry`"
+            )
+        if status is ExecutionStatus.NEEDS_REVIEW:
+            return V.NEEDS_REVIEW, (
+                f"attempt {execution.attempt} failed or was lost and the job is not idempotent: "
+                "a person decides (`wheel executions retry` or `cancel`)"
+            )
+        if status is ExecutionStatus.CANCELLED:
+            return V.CANCELLED, f"cancelled: {reason or 'by a user'}"
+        if status is ExecutionStatus.SKIPPED:
+            _step(result, execution.finished_at, "skipped", reason)
+            if reason.startswith("misfire"):
+                return V.SKIPPED_MISFIRE, f"not run: {reason}"
+            if reason.startswith("overlap"):
+                return V.SKIPPED_OVERLAP, f"not run: {reason}"
+            return V.SKIPPED, f"not run: {reason or 'skipped'}"
+        return await self._pending(result, job, execution)
+
+    async def _pending(
+        self, result: api.Explanation, job: Job, execution: Execution
+    ) -> tuple[api.Explanation.Verdict, str]:
+        now = self._clock()
+        owner, epoch = await self._owner(execution.partition)
+        held = f"node {owner} (epoch {epoch})" if owner else "no node right now"
+        _step(result, None, "partition", f"partition {execution.partition} is held by {held}")
+        if job.status is JobStatus.PAUSED:
+            return V.PAUSED, "its job is paused: it runs (or the misfire policy decides) on resume"
+        if execution.fire_at > now:
+            if execution.attempt > 0:
+                return V.WAITING, (
+                    f"attempt {execution.attempt} failed ({execution.error or 'no error'}); "
+                    f"retry {execution.attempt + 1} fires at {_when(execution.fire_at)}"
+                )
+            return V.WAITING, f"fires at {_when(execution.fire_at)}"
+        if (
+            job.spec.schedule.kind is ScheduleKind.CRON
+            and execution.trigger is Trigger.SCHEDULE
+            and execution.attempt == 0
+            and execution.job_version != job.version
+        ):
+            return V.WAITING, (
+                f"made from version {execution.job_version}; the job is at {job.version}: "
+                "the materialiser carries it over or supersedes it"
+            )
+        if owner and await self._breaker_open(owner, job.spec.task_type):
+            return V.PARKED, (
+                f"the circuit breaker for task type {job.spec.task_type!r} is open on {owner}: "
+                "it is parked until a probe succeeds"
+            )
+        due = (now - execution.fire_at).total_seconds()
+        if owner is None:
+            return (
+                V.QUEUED,
+                f"due {due:.1f} s ago; waiting for a node to take partition {execution.partition}",
+            )
+        return V.QUEUED, (
+            f"due {due:.1f} s ago, not claimed yet by {owner}: waiting for executor capacity in "
+            f"pool {job.spec.policies.pool!r}, the tenant's in-flight cap, or another run of the "
+            "job to finish (overlap)"
+        )
+
+    async def _owner(self, partition: int) -> tuple[str | None, int | None]:
+        kv = await self._etcd.get(self._layout.partition(partition))
+        if kv is None:
+            return None, None
+        return str(decode(kv.value).get("node")), kv.create_revision
+
+    async def _breaker_open(self, node: str, task_type: str) -> bool:
+        kv = await self._etcd.get(f"{self._layout.breakers}{node}")
+        if kv is None:
+            return False
+        return task_type in decode(kv.value).get("open", {})
+
+    # -- an occurrence without a row ---------------------------------------------------------
+
+    def _absent(self, job: Job, key: ExecutionKey) -> tuple[api.Explanation.Verdict, str]:
+        instant = key.scheduled_for
+        schedule = job.spec.schedule
+        plan = compile_schedule(schedule, job.id, now=job.created_at)
+        if plan.one_off is not None:
+            return V.NOT_AN_OCCURRENCE, f"the job runs once, at {_when(plan.one_off)}"
+        if schedule.starts_at is not None and instant < schedule.starts_at:
+            return V.OUTSIDE_BOUNDS, f"before the job's start, {_when(schedule.starts_at)}"
+        if schedule.ends_at is not None and instant > schedule.ends_at:
+            return V.OUTSIDE_BOUNDS, f"after the job's end, {_when(schedule.ends_at)}"
+        found = [o for o in plan.runs(instant, instant + timedelta(microseconds=1), skipped=True)
+                 if o.instant == instant]  # fmt: skip
+        if not found:
+            following = plan.next_runs(instant, 1)
+            hint = f"; the next is at {_when(following[0].instant)}" if following else ""
+            return (
+                V.NOT_AN_OCCURRENCE,
+                f"{schedule.cron!r} in {schedule.time_zone} has no run then{hint}",
+            )
+        if found[0].skipped:
+            return V.NOT_AN_OCCURRENCE, f"no run: {found[0].note or 'the DST rule skips it'}"
+        if job.status is JobStatus.DELETED:
+            return V.JOB_DELETED, "its job is deleted"
+        if instant < job.created_at:
+            return V.NOT_MATERIALISED, (
+                f"before the job was created ({_when(job.created_at)}): "
+                "`wheel jobs backfill` makes it"
+            )
+        if job.materialised_to is None or instant >= job.materialised_to:
+            made = _when(job.materialised_to) if job.materialised_to else "nothing yet"
+            return V.NOT_MATERIALISED, (
+                f"not materialised yet (made up to {made}); the owner makes runs a horizon ahead"
+            )
+        return V.NOT_MATERIALISED, (
+            "no record of it: dropped by retention, or made and superseded before an edit"
+        )
+
+
+def _step(result: api.Explanation, at: datetime | None, what: str, detail: str) -> None:
+    step = result.steps.add(what=what, detail=detail)
+    if at is not None:
+        step.at.CopyFrom(to_timestamp(at))

@@ -1,0 +1,113 @@
+"""Serving the public services: auth, request parsing and error mapping, once for every RPC.
+
+Handlers are registered with raw-bytes deserialisation so that a malformed
+request is parsed here and answered INVALID_ARGUMENT (grpcio's own
+deserialiser would turn it into INTERNAL). Every call is authenticated before
+anything else; every wheel error becomes its status (`wheel.api.status`);
+anything else is logged with a reference and answered INTERNAL with only
+that reference, so no server detail leaks to a caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from google.protobuf.message import DecodeError, Message
+
+from wheel.api.auth import Authenticator
+from wheel.api.status import Status, to_status
+from wheel.errors import InvalidArgument, WheelError
+from wheel.model.ids import TenantId
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Any, TenantId], Awaitable[Message]]
+
+
+@dataclass(frozen=True, slots=True)
+class Rpc:
+    """One method of a service: its name, its request type and what answers it."""
+
+    name: str
+    request: type[Message]
+    handle: Handler
+
+
+@dataclass(frozen=True, slots=True)
+class Service:
+    full_name: str
+    """e.g. `wheel.v1.Jobs`."""
+    rpcs: Sequence[Rpc]
+
+
+def add_services(
+    server: grpc.aio.Server, authenticator: Authenticator, services: Sequence[Service]
+) -> None:
+    handlers = [
+        grpc.method_handlers_generic_handler(
+            service.full_name,
+            {rpc.name: _handler(service.full_name, rpc, authenticator) for rpc in service.rpcs},
+        )
+        for service in services
+    ]
+    server.add_generic_rpc_handlers(handlers)
+
+
+def _serialize(message: Message) -> bytes:
+    return message.SerializeToString()
+
+
+def _handler(
+    service: str, rpc: Rpc, authenticator: Authenticator
+) -> grpc.RpcMethodHandler[bytes, Message]:
+    method = f"/{service}/{rpc.name}"
+
+    async def call(raw: bytes, context: grpc.aio.ServicerContext[bytes, Message]) -> Message:
+        status = await _answer(raw, context)
+        if isinstance(status, Message):
+            return status
+        context.set_trailing_metadata(status.metadata)
+        await context.abort(status.code, status.message)
+        raise AssertionError("abort returns only by raising")  # pragma: no cover
+
+    async def _answer(
+        raw: bytes, context: grpc.aio.ServicerContext[bytes, Message]
+    ) -> Message | Status:
+        try:
+            tenant = await authenticator.tenant(context.invocation_metadata())
+            try:
+                request = rpc.request.FromString(raw)
+            except DecodeError:
+                name = rpc.request.DESCRIPTOR.full_name
+                raise InvalidArgument("request", f"not a valid {name} message") from None
+            return await rpc.handle(request, tenant)
+        except WheelError as exc:
+            status = to_status(exc)
+            if status is not None:
+                return status
+            return _internal(method, exc)
+        except Exception as exc:
+            return _internal(method, exc)
+
+    return grpc.unary_unary_rpc_method_handler(
+        call, request_deserializer=None, response_serializer=_serialize
+    )
+
+
+def _internal(method: str, exc: BaseException) -> Status:
+    reference = uuid.uuid4().hex[:12]
+    log.error(
+        "api.internal_error",
+        exc_info=exc,
+        extra={"method": method, "reference": reference},
+    )
+    return Status(
+        grpc.StatusCode.INTERNAL,
+        f"internal error (reference {reference} in the server's log)",
+        (),
+    )
