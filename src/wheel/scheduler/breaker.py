@@ -86,4 +86,4 @@ class Breakers:
         return min(times, default=None)
 
     def open_task_types(self) -> list[str]:
-        return sorted(t for t, b in self._breakers.items() if b.state is not BreakerState.CLOSED)
+        return sorted(self.not_closed())

@@ -35,6 +35,10 @@ class Caller:
     def metadata(self) -> Metadata:
         return (("authorization", f"Bearer {self.token}"),)
 
+    def on(self, channel: grpc.aio.Channel) -> Caller:
+        """The same tenant, calling through another channel (another node)."""
+        return Caller(self.tenant, self.token, *_stubs(channel))
+
 
 @dataclass
 class Api:
@@ -51,9 +55,13 @@ class Api:
 async def caller(store: Store, channel: grpc.aio.Channel, name: str) -> Caller:
     tenant = await store.tenants.create(name)
     _, token = await store.tenants.create_token(tenant.id, "test")
-    return Caller(
-        tenant,
-        token,
+    return Caller(tenant, token, *_stubs(channel))
+
+
+def _stubs(
+    channel: grpc.aio.Channel,
+) -> tuple[api_pb2_grpc.JobsStub, api_pb2_grpc.ExecutionsStub, api_pb2_grpc.ClusterStub]:
+    return (
         api_pb2_grpc.JobsStub(channel),
         api_pb2_grpc.ExecutionsStub(channel),
         api_pb2_grpc.ClusterStub(channel),

@@ -1,0 +1,162 @@
+"""ExplainExecution on a real node: the path an occurrence took, or why it did not run."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import grpc
+from google.protobuf.duration_pb2 import Duration
+
+from tests.integration.api.conftest import Api, Caller
+from tests.integration.conftest import NodeFactory
+from tests.integration.scheduler.scripted_executor import connected, fail
+from wheel._proto.wheel.v1 import api_pb2 as apb
+from wheel._proto.wheel.v1 import common_pb2 as pb
+from wheel.model.executions import NewOccurrence
+from wheel.model.ids import ExecutionKey, JobId
+from wheel.model.jobs import JobSpec, MisfirePolicy, Policies, Schedule, ScheduleKind
+from wheel.scheduler.registration import register_job
+from wheel.timestamps import to_timestamp
+
+V = apb.Explanation
+
+
+async def one_off(caller: Caller, seconds: float, **policies: object) -> pb.Job:
+    at = datetime.now(UTC) + timedelta(seconds=seconds)
+    request = apb.CreateJobRequest(
+        name="one-off",
+        task_type=str(policies.pop("task_type", "work")),
+        schedule=pb.Schedule(at=to_timestamp(at)),
+        policies=pb.JobPolicies(**policies),  # type: ignore[arg-type]
+    )
+    return (await caller.jobs.CreateJob(request, metadata=caller.metadata)).job
+
+
+async def explain(caller: Caller, job: pb.Job, instant: datetime | None = None) -> apb.Explanation:
+    if instant is None:
+        instant = job.schedule.at.ToDatetime(UTC)
+    request = apb.ExplainExecutionRequest(
+        occurrence=apb.JobInstant(job_id=job.id, instant=to_timestamp(instant))
+    )
+    return await caller.executions.ExplainExecution(request, metadata=caller.metadata)
+
+
+async def until_verdict(
+    caller: Caller, job: pb.Job, verdict: int, within: float = 20.0
+) -> apb.Explanation:
+    """Explain until the verdict is reached: the node works asynchronously."""
+    async with asyncio.timeout(within):
+        while True:
+            found = await explain(caller, job)
+            if found.verdict == verdict:
+                return found
+            await asyncio.sleep(0.1)  # polling a remote state: there is no event to await
+
+
+async def test_a_run_that_succeeded_shows_its_whole_path(api: Api) -> None:
+    executor = await connected(api.node)
+    job = await one_off(api.alice, 0.5)
+    found = await until_verdict(api.alice, job, V.SUCCEEDED)
+    what = [step.what for step in found.steps]
+    assert what[0] == "materialised"
+    assert "claimed" in what
+    assert what[-1] == "succeeded"
+    claimed = next(s for s in found.steps if s.what == "claimed")
+    assert "node-a" in claimed.detail
+    assert "fence 1" in claimed.detail
+    assert found.execution.status == pb.EXECUTION_STATUS_SUCCEEDED
+    key = ExecutionKey(JobId(uuid.UUID(job.id)), job.schedule.at.ToDatetime(UTC))
+    assert found.execution_id == key.id
+    await executor.stop()
+
+
+async def test_a_run_that_died_shows_every_attempt(api: Api) -> None:
+    executor = await connected(api.node, behaviour=fail)
+    retry = pb.RetryPolicy(max_attempts=2, backoff_base=Duration(), backoff_cap=Duration())
+    job = await one_off(api.alice, 0.3, retry=retry)
+    found = await until_verdict(api.alice, job, V.DEAD)
+    attempts = [s for s in found.steps if s.what.startswith("attempt")]
+    assert [s.what for s in attempts] == ["attempt 1", "attempt 2"]
+    assert all("boom" in s.detail for s in attempts)
+    assert "failed all 2 attempts" in found.summary
+    await executor.stop()
+
+
+async def test_due_but_unclaimed_is_queued_and_paused_says_so(api: Api) -> None:
+    job = await one_off(api.alice, -0.5)  # due now; no executor, so nothing claims it
+    found = await explain(api.alice, job)
+    assert found.verdict == V.QUEUED
+    assert "node-a" in found.summary
+    partition = next(s for s in found.steps if s.what == "partition")
+    assert "held by node node-a" in partition.detail
+    await api.alice.jobs.PauseJob(apb.JobRef(id=job.id), metadata=api.alice.metadata)
+    assert (await explain(api.alice, job)).verdict == V.PAUSED
+
+
+async def test_a_future_run_is_waiting(api: Api) -> None:
+    job = await one_off(api.alice, 3600)
+    found = await explain(api.alice, job)
+    assert found.verdict == V.WAITING
+    assert found.summary.startswith("fires at")
+
+
+async def test_instants_without_a_run_say_why(api: Api) -> None:
+    a = api.alice
+    start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    schedule = pb.Schedule(cron=pb.CronSchedule(expression="0 * * * *", start=to_timestamp(start)))
+    request = apb.CreateJobRequest(name="hourly", task_type="work", schedule=schedule)
+    job = (await a.jobs.CreateJob(request, metadata=a.metadata)).job
+    off_schedule = await explain(a, job, start + timedelta(minutes=30))
+    assert off_schedule.verdict == V.NOT_AN_OCCURRENCE
+    assert "the next is at" in off_schedule.summary
+    before = await explain(a, job, start - timedelta(hours=2))
+    assert before.verdict == V.OUTSIDE_BOUNDS
+    far = await explain(a, job, start + timedelta(days=30))
+    assert far.verdict == V.NOT_MATERIALISED
+    assert "not materialised yet" in far.summary
+    assert not far.HasField("execution")
+
+
+async def test_a_run_missed_while_no_node_ran_is_skipped_by_misfire(
+    api: Api, start_node: NodeFactory
+) -> None:
+    # Made while the cluster was down: a second node's takeover applies the policy.
+    owner = api.alice.tenant
+    instant = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=10)
+    spec = JobSpec(
+        name="missed",
+        task_type="work",
+        schedule=Schedule(ScheduleKind.CRON, cron="* * * * * *"),
+        policies=Policies(misfire=MisfirePolicy.SKIP),
+    )
+    job = (await register_job(api.store, owner.id, spec, partitions=8)).job
+    await api.node.stop()
+    await api.store.occurrences.insert(
+        [NewOccurrence(ExecutionKey(job.id, instant), owner.id, job.partition, 1, instant)]
+    )
+    node = await start_node("node-b")
+    await node.ready.wait()
+    async with __import__("grpc").aio.insecure_channel(node.address) as channel:
+        executions = __import__(
+            "wheel._proto.wheel.v1.api_pb2_grpc", fromlist=["x"]
+        ).ExecutionsStub(channel)
+        request = apb.ExplainExecutionRequest(execution_id=ExecutionKey(job.id, instant).id)
+        found = await executions.ExplainExecution(request, metadata=api.alice.metadata)
+    assert found.verdict == V.SKIPPED_MISFIRE
+    assert "policy skip" in found.summary
+
+
+async def test_a_parked_run_names_the_open_breaker(api: Api, start_node: NodeFactory) -> None:
+    node = await start_node("node-b", breaker_failures=1, breaker_cooldown_s=600.0)
+    await api.node.stop()  # node-b takes every partition
+    await node.ready.wait()
+    async with grpc.aio.insecure_channel(node.address) as channel:
+        a = api.alice.on(channel)
+        executor = await connected(node, behaviour=fail)
+        retry = pb.RetryPolicy(max_attempts=3, backoff_base=Duration(), backoff_cap=Duration())
+        job = await one_off(a, 0.3, task_type="flaky", retry=retry)
+        found = await until_verdict(a, job, V.PARKED)
+        assert "'flaky' is open on node-b" in found.summary
+        await executor.stop()
