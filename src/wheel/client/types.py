@@ -1,0 +1,217 @@
+"""What the SDK returns: frozen dataclasses, never protobuf messages.
+
+Statuses are the model's StrEnums (`JobStatus`, `ExecutionStatus`),
+schedules and policies the model's `Schedule` and `Policies`, instants aware
+UTC datetimes, and optional values None rather than empty strings. Nothing
+here talks to the network; `wheel.client.messages` builds these from the
+wire.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Generic, TypeVar
+
+from wheel.model.executions import ExecutionStatus, Outcome, Trigger
+from wheel.model.ids import ExecutionId, JobId
+from wheel.model.jobs import JobSpec, JobStatus, Policies, Schedule
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A job as the server holds it: its definition, status and version.
+
+    Edits name the version they were based on:
+    `client.update_job(job.id, expected_version=job.version, name="nightly")`.
+    """
+
+    id: JobId
+    name: str
+    task_type: str
+    """The registered task type an executor runs."""
+    payload: bytes
+    schedule: Schedule
+    policies: Policies
+    status: JobStatus
+    version: int
+    """Grows with every update of the definition."""
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def spec(self) -> JobSpec:
+        """The definition alone, as `wheel.model.jobs.JobSpec`."""
+        return JobSpec(
+            name=self.name,
+            task_type=self.task_type,
+            schedule=self.schedule,
+            payload=self.payload,
+            policies=self.policies,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One dispatch of an execution and how it ended."""
+
+    number: int
+    executor_id: str | None
+    fence: int
+    """The fencing token this attempt carried."""
+    started_at: datetime | None
+    finished_at: datetime | None
+    outcome: Outcome
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """One occurrence of a job; `id` is its idempotency key, the same for every attempt."""
+
+    id: ExecutionId
+    job_id: JobId
+    job_version: int
+    scheduled_for: datetime
+    fire_at: datetime
+    """scheduled_for plus smear, or the backoff instant of a retry."""
+    status: ExecutionStatus
+    reason: str | None
+    """Why it is skipped, parked or cancelled, when it is."""
+    attempt: int
+    """Dispatches so far."""
+    fence: int
+    trigger: Trigger
+    error: str | None
+    """The latest attempt's error, if it failed."""
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    executor_id: str | None
+    priority: int
+    attempts: tuple[Attempt, ...] = ()
+    """Filled by `get_execution`; lists leave it empty."""
+
+
+@dataclass(frozen=True, slots=True)
+class NextRun:
+    """One resolved occurrence of a schedule."""
+
+    instant: datetime
+    """When it fires (UTC)."""
+    wall_time: str
+    """The same instant in the schedule's zone, ISO 8601 with its UTC offset."""
+    time_zone: str
+    note: str | None
+    """Set where DST changed the outcome (a skipped or repeated wall time)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedJob:
+    """What `create_job` returns: the job and its first resolved runs."""
+
+    job: Job
+    next_runs: tuple[NextRun, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Backfill:
+    """What `backfill_job` did: occurrences made now, and those that existed already."""
+
+    created_ids: tuple[ExecutionId, ...]
+    existing_ids: tuple[ExecutionId, ...]
+
+
+class Verdict(enum.StrEnum):
+    """What became of one occurrence (`Explanation.verdict`)."""
+
+    SUCCEEDED = "succeeded"
+    WAITING = "waiting"
+    """Waiting for its instant, or a retry's backoff, to come."""
+    IN_FLIGHT = "in_flight"
+    DEAD = "dead"
+    """Attempts ran out; a person may retry it."""
+    NEEDS_REVIEW = "needs_review"
+    """An attempt failed and the job is not idempotent: a person decides."""
+    SKIPPED_MISFIRE = "skipped_misfire"
+    SKIPPED_OVERLAP = "skipped_overlap"
+    CANCELLED = "cancelled"
+    PAUSED = "paused"
+    PARKED = "parked"
+    """Its task type's circuit breaker is open."""
+    QUEUED = "queued"
+    """Due, waiting for executor capacity or a tenant cap."""
+    NOT_MATERIALISED = "not_materialised"
+    OUTSIDE_BOUNDS = "outside_bounds"
+    NOT_AN_OCCURRENCE = "not_an_occurrence"
+    JOB_DELETED = "job_deleted"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of an occurrence's path."""
+
+    at: datetime | None
+    """None for a step with no instant (e.g. a state read now)."""
+    what: str
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why an occurrence ran, is waiting, or did not run."""
+
+    execution_id: ExecutionId | None
+    job_id: JobId
+    scheduled_for: datetime
+    verdict: Verdict
+    summary: str
+    """One sentence a person can act on."""
+    steps: tuple[Step, ...]
+    """Oldest first."""
+    execution: Execution | None
+    """The execution, when it exists."""
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    """One page of a listing; pass `next_page_token` back for the next (empty: the last)."""
+
+    items: tuple[T, ...]
+    next_page_token: str
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A scheduler node as etcd lists it."""
+
+    node_id: str
+    address: str
+    """Where its gRPC server listens."""
+    partitions: int
+    """How many partitions it holds now."""
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    """A partition, its owner and its epoch (the fencing token between nodes)."""
+
+    partition: int
+    node_id: str | None
+    """None while no node holds it."""
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorInfo:
+    """A connected executor: its pools, task types and capacity."""
+
+    executor_id: str
+    pools: tuple[str, ...]
+    task_types: tuple[str, ...]
+    capacity: int
+    """Handlers it runs at once, over all pools."""
