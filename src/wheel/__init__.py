@@ -5,35 +5,73 @@ zone; scheduler nodes coordinated by etcd fire every occurrence from an
 in-memory timing wheel and stream it to executors; Postgres is the source of
 truth.
 
+    import wheel
+
+    with wheel.Client("127.0.0.1:7070", token="whl_...") as client:
+        client.create_job("nightly", "reports.nightly", wheel.cron("30 1 * * *", "Europe/London"),
+                          policies=wheel.Policies(max_attempts=5))
+
 The distribution is `wheel-scheduler`; the import name `wheel` is shared with
 PyPA's `wheel` package, so wheel-scheduler always lives in its own virtual
 environment. `__distribution__` tells the two apart.
 
-`wheel.task` and `wheel.TaskContext` are imported on first use, so
-`import wheel` stays light (no gRPC).
+The public names below are imported on first use, so `import wheel` stays
+light (no gRPC): the SDK (`Client`, `AsyncClient`, `now`, `at`, `cron`,
+`Policies`, `MisfirePolicy`, `OverlapPolicy`; results in `wheel.client.types`,
+errors in `wheel.errors`) and the executor's `task` and `TaskContext`.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from wheel.client.aio import AsyncClient
+    from wheel.client.schedules import at, cron, now
+    from wheel.client.sync import Client
     from wheel.executor.context import TaskContext
     from wheel.executor.tasks import task
+    from wheel.model.jobs import MisfirePolicy, OverlapPolicy, Policies
 
 __distribution__ = "wheel-scheduler"
 __version__ = "0.1.0"
 
-__all__ = ["TaskContext", "__distribution__", "__version__", "task"]
+_LAZY = {
+    "AsyncClient": "wheel.client.aio",
+    "Client": "wheel.client.sync",
+    "MisfirePolicy": "wheel.model.jobs",
+    "OverlapPolicy": "wheel.model.jobs",
+    "Policies": "wheel.model.jobs",
+    "TaskContext": "wheel.executor.context",
+    "at": "wheel.client.schedules",
+    "cron": "wheel.client.schedules",
+    "now": "wheel.client.schedules",
+    "task": "wheel.executor.tasks",
+}
+
+__all__ = [
+    "AsyncClient",
+    "Client",
+    "MisfirePolicy",
+    "OverlapPolicy",
+    "Policies",
+    "TaskContext",
+    "__distribution__",
+    "__version__",
+    "at",
+    "cron",
+    "now",
+    "task",
+]
 
 
 def __getattr__(name: str) -> object:
-    if name == "task":
-        from wheel.executor.tasks import task
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'wheel' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
 
-        return task
-    if name == "TaskContext":
-        from wheel.executor.context import TaskContext
 
-        return TaskContext
-    raise AttributeError(f"module 'wheel' has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -1,1 +1,54 @@
-"""The Python SDK: an asyncio client and the sync client that wraps it."""
+"""The Python SDK: an asyncio client and the sync client that wraps it.
+
+    import wheel
+
+    with wheel.Client("127.0.0.1:7070", token="whl_...") as client:
+        created = client.create_job("hello", "examples.hello", wheel.now())
+
+- `aio.AsyncClient`: the one implementation of every call (`wheel.AsyncClient`);
+- `sync.Client`: the same methods, blocking (`wheel.Client`);
+- `schedules`: `now()`, `at(instant)`, `cron(expression, zone, ...)`;
+- `types`: what calls return (frozen dataclasses, the model's enums);
+- `transport`: endpoints, token, TLS, failover and retry;
+- `messages`: protobuf answers as `types`.
+"""
+
+from wheel.client.aio import AsyncClient
+from wheel.client.schedules import at, cron, now
+from wheel.client.sync import Client
+from wheel.client.types import (
+    Attempt,
+    Backfill,
+    CreatedJob,
+    Execution,
+    ExecutorInfo,
+    Explanation,
+    Job,
+    NextRun,
+    Node,
+    Page,
+    Partition,
+    Step,
+    Verdict,
+)
+
+__all__ = [
+    "AsyncClient",
+    "Attempt",
+    "Backfill",
+    "Client",
+    "CreatedJob",
+    "Execution",
+    "ExecutorInfo",
+    "Explanation",
+    "Job",
+    "NextRun",
+    "Node",
+    "Page",
+    "Partition",
+    "Step",
+    "Verdict",
+    "at",
+    "cron",
+    "now",
+]

@@ -1,0 +1,459 @@
+"""`wheel.AsyncClient`: the SDK's one implementation of wheel's public API.
+
+Every method builds a request, sends it through the transport (which adds
+the token, picks the endpoint and retries what is safe to retry), and turns
+the answer into the SDK's types. `wheel.Client` runs these same methods on an
+event loop of its own.
+
+Which calls are retried when an endpoint is unavailable, and why:
+
+- every read (get, list, preview, explain, cluster status);
+- `create_job`: the client always sends a job id (a fresh UUID unless the
+  caller gives one), and the server answers a create whose id exists with the
+  job made the first time;
+- `trigger_job`: the client always sends the instant (now unless given); the
+  execution id derives from it, so a repeat names the same run;
+- pause, resume, delete, backfill and cancel: the server makes these
+  idempotent (pausing a paused job, cancelling a cancelled run, backfilling an
+  existing occurrence change nothing).
+
+Not retried: `update_job`, because a repeat of an update that was applied is
+refused as a version conflict (the version moved on), so the caller would be
+told "conflict" about their own successful edit; and `retry_execution`,
+because the execution may have run and died again between the two tries, and
+a repeat would then start a run nobody asked for. These raise
+`wheel.errors.Unavailable` at once: read the job or execution to see whether
+the change happened.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterable, Sequence
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Self
+
+from wheel._proto.wheel.v1 import api_pb2 as api
+from wheel._proto.wheel.v1 import common_pb2 as pb
+from wheel.api.convert import EXECUTION_STATUS, policies_to, schedule_to
+from wheel.client import messages
+from wheel.client import types as t
+from wheel.client.transport import Settings, Transport
+from wheel.errors import InvalidArgument
+from wheel.model.executions import ExecutionStatus
+from wheel.model.jobs import JobSpec, Policies, Schedule
+from wheel.timestamps import to_timestamp
+
+JobRef = uuid.UUID | str
+"""A job id: a UUID or its text."""
+
+
+def _instant(value: datetime, field: str) -> datetime:
+    if value.tzinfo is None:
+        raise InvalidArgument(field, "must carry a time zone (tzinfo)")
+    return value.astimezone(UTC)
+
+
+def _job_message(spec: JobSpec, job_id: str, version: int = 0) -> pb.Job:
+    return pb.Job(
+        id=job_id,
+        name=spec.name,
+        task_type=spec.task_type,
+        payload=spec.payload,
+        schedule=schedule_to(spec.schedule),
+        policies=policies_to(spec.policies),
+        version=version,
+    )
+
+
+def _statuses(values: Iterable[ExecutionStatus | str]) -> list[pb.ExecutionStatus]:
+    result = []
+    for value in values:
+        try:
+            status = ExecutionStatus(value)
+        except ValueError:
+            known = ", ".join(member.value for member in ExecutionStatus)
+            raise InvalidArgument("statuses", f"{value!r} is not one of {known}") from None
+        result.append(EXECUTION_STATUS[status])
+    return result
+
+
+class AsyncClient:
+    """An asyncio client of wheel's public API, talking to any of several nodes.
+
+        async with wheel.AsyncClient("node-a:7070,node-b:7070", token="whl_...") as client:
+            created = await client.create_job("report", "reports.daily",
+                                              wheel.cron("0 6 * * *", "Europe/Paris"))
+            for run in created.next_runs:
+                print(run.wall_time, run.note or "")
+
+    `endpoints`: "host:port", a comma-separated list, or a sequence; default
+    $WHEEL_ENDPOINTS. `token`: the bearer token (`wheel tokens create`);
+    default $WHEEL_TOKEN. `tls`: use TLS with the system's roots, or with the
+    PEM bundle at `root_certificates` (giving one implies TLS).
+    `timeout_s`: the deadline of each try. `retries`: extra tries, on the next
+    endpoint, of calls safe to repeat (the module docstring lists them).
+
+    Channels open on first use; the client is bound to the event loop it is
+    first used on. Errors are `wheel.errors` exceptions, as the server raised
+    them: `InvalidArgument` (with `.field` and `.reason`), `NotFound`,
+    `VersionConflict`, `InvalidTransition`, `Unauthenticated`,
+    `PermissionDenied`, `Unavailable`.
+    """
+
+    def __init__(
+        self,
+        endpoints: str | Sequence[str] | None = None,
+        *,
+        token: str | None = None,
+        tls: bool = False,
+        root_certificates: str | os.PathLike[str] | None = None,
+        timeout_s: float = 10.0,
+        retries: int = 3,
+    ) -> None:
+        self._transport = Transport(
+            Settings.build(
+                endpoints,
+                token=token,
+                tls=tls,
+                root_certificates=root_certificates,
+                timeout_s=timeout_s,
+                retries=retries,
+            )
+        )
+
+    @property
+    def endpoints(self) -> tuple[str, ...]:
+        return self._transport.settings.endpoints
+
+    def __repr__(self) -> str:
+        # Never the token.
+        return f"AsyncClient({', '.join(self.endpoints)!r})"
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close the channels; the client takes no calls afterwards."""
+        await self._transport.close()
+
+    # -- jobs -------------------------------------------------------------------------------
+
+    async def create_job(
+        self,
+        name: str,
+        task_type: str,
+        schedule: Schedule,
+        *,
+        payload: bytes = b"",
+        policies: Policies | None = None,
+        preview: int = 5,
+        job_id: JobRef | None = None,
+    ) -> t.CreatedJob:
+        """Register a job; returns it with its first `preview` resolved runs (0: 5; at most 100).
+
+            created = await client.create_job("ping", "http.ping", wheel.cron("*/5 * * * *"),
+                                              payload=b'{"url": "https://example.com"}',
+                                              policies=wheel.Policies(max_attempts=5))
+
+        `job_id` (a UUID) makes the create repeatable: the same id returns the
+        job made the first time. The client picks one when none is given, so
+        its own retries never make a second job.
+        """
+        spec = JobSpec(name, task_type, schedule, payload, policies or Policies())
+        request = api.CreateJobRequest(
+            name=spec.name,
+            task_type=spec.task_type,
+            payload=spec.payload,
+            schedule=schedule_to(spec.schedule),
+            policies=policies_to(spec.policies),
+            preview=preview,
+            job_id=str(job_id) if job_id is not None else str(uuid.uuid4()),
+        )
+        response = await self._transport.call(lambda s: s.jobs.CreateJob, request, retry=True)
+        return messages.created_job(response)
+
+    async def get_job(self, job_id: JobRef) -> t.Job:
+        """The job with this id: `await client.get_job("3f2c...")`."""
+        request = api.GetJobRequest(id=str(job_id))
+        return messages.job(
+            await self._transport.call(lambda s: s.jobs.GetJob, request, retry=True)
+        )
+
+    async def list_jobs(self, *, page_size: int = 0, page_token: str = "") -> t.Page[t.Job]:
+        """One page of the tenant's jobs (`page_size` 0: the server's default, 100)."""
+        request = api.ListJobsRequest(page_size=page_size, page_token=page_token)
+        response = await self._transport.call(lambda s: s.jobs.ListJobs, request, retry=True)
+        return messages.page(response.jobs, response.next_page_token, messages.job)
+
+    async def jobs(self, *, page_size: int = 0) -> AsyncIterator[t.Job]:
+        """Every job of the tenant, page after page: `async for job in client.jobs(): ...`."""
+        token = ""
+        while True:
+            page = await self.list_jobs(page_size=page_size, page_token=token)
+            for job in page.items:
+                yield job
+            token = page.next_page_token
+            if not token:
+                return
+
+    async def update_job(
+        self,
+        job_id: JobRef,
+        *,
+        expected_version: int,
+        name: str | None = None,
+        task_type: str | None = None,
+        payload: bytes | None = None,
+        schedule: Schedule | None = None,
+        policies: Policies | None = None,
+        base: t.Job | None = None,
+    ) -> t.Job:
+        """Replace the job's definition, if it is still at `expected_version`.
+
+            job = await client.get_job(job_id)
+            job = await client.update_job(job.id, expected_version=job.version, base=job,
+                                          schedule=wheel.cron("0 7 * * *", "Europe/Paris"))
+
+        The server stores whole definitions, so the request carries every
+        field: those not given here are taken from `base` (a job you read) or,
+        without one, from the job as read now. Either way the server refuses
+        the update with `VersionConflict` unless the job is still at
+        `expected_version`, so no one else's edit is overwritten. Not retried
+        on an unavailable endpoint (see the module docstring).
+        """
+        if base is None:
+            base = await self.get_job(job_id)
+        elif str(base.id) != str(job_id):
+            raise InvalidArgument("base", f"is job {base.id}, not {job_id}")
+        spec = JobSpec(
+            name=base.name if name is None else name,
+            task_type=base.task_type if task_type is None else task_type,
+            schedule=base.schedule if schedule is None else schedule,
+            payload=base.payload if payload is None else payload,
+            policies=base.policies if policies is None else policies,
+        )
+        request = api.UpdateJobRequest(job=_job_message(spec, str(job_id), expected_version))
+        return messages.job(
+            await self._transport.call(lambda s: s.jobs.UpdateJob, request, retry=False)
+        )
+
+    async def pause_job(self, job_id: JobRef) -> t.Job:
+        """Stop firing the job's occurrences until it is resumed (pausing twice is harmless)."""
+        request = api.JobRef(id=str(job_id))
+        return messages.job(
+            await self._transport.call(lambda s: s.jobs.PauseJob, request, retry=True)
+        )
+
+    async def resume_job(self, job_id: JobRef) -> t.Job:
+        """Fire the job's occurrences again (its misfire policy decides about missed ones)."""
+        request = api.JobRef(id=str(job_id))
+        return messages.job(
+            await self._transport.call(lambda s: s.jobs.ResumeJob, request, retry=True)
+        )
+
+    async def delete_job(self, job_id: JobRef) -> t.Job:
+        """Delete the job: no more occurrences; its pending ones are cancelled."""
+        request = api.JobRef(id=str(job_id))
+        return messages.job(
+            await self._transport.call(lambda s: s.jobs.DeleteJob, request, retry=True)
+        )
+
+    async def preview_schedule(
+        self,
+        schedule: Schedule,
+        *,
+        count: int = 5,
+        after: datetime | None = None,
+        job_id: JobRef | None = None,
+    ) -> list[t.NextRun]:
+        """Resolve a schedule's next `count` runs after `after` (default now); saves nothing.
+
+            for run in await client.preview_schedule(wheel.cron("30 1 * * *", "Europe/London")):
+                print(run.wall_time, run.note or "")
+
+        `job_id` resolves `H` fields and smear as they would be for that job.
+        """
+        request = api.PreviewScheduleRequest(
+            schedule=schedule_to(schedule), count=count, job_id=str(job_id or "")
+        )
+        if after is not None:
+            request.after.CopyFrom(to_timestamp(_instant(after, "after")))
+        response = await self._transport.call(lambda s: s.jobs.PreviewSchedule, request, retry=True)
+        return [messages.next_run(run) for run in response.next_runs]
+
+    async def trigger_job(self, job_id: JobRef, *, at: datetime | None = None) -> t.Execution:
+        """One extra run of the job, for the instant `at` (default: now), outside its schedule.
+
+            execution = await client.trigger_job(job.id)
+
+        The execution id derives from the instant, which the client fixes
+        before sending, so a retried trigger makes one run, not two.
+        """
+        instant = _instant(at, "at") if at is not None else datetime.now(UTC)
+        request = api.TriggerJobRequest(id=str(job_id), at=to_timestamp(instant))
+        return messages.execution(
+            await self._transport.call(lambda s: s.jobs.TriggerJob, request, retry=True)
+        )
+
+    async def backfill_job(self, job_id: JobRef, start: datetime, end: datetime) -> t.Backfill:
+        """Make the occurrences the job's schedule had in [start, end) (end not in the future).
+
+        Each gets the id it would have had, so existing ones are kept and reported.
+        """
+        request = api.BackfillJobRequest(
+            id=str(job_id),
+            start=to_timestamp(_instant(start, "start")),
+            end=to_timestamp(_instant(end, "end")),
+        )
+        return messages.backfill(
+            await self._transport.call(lambda s: s.jobs.BackfillJob, request, retry=True)
+        )
+
+    # -- executions -------------------------------------------------------------------------
+
+    async def list_executions(
+        self,
+        *,
+        job_id: JobRef | None = None,
+        statuses: Iterable[ExecutionStatus | str] = (),
+        scheduled_after: datetime | None = None,
+        scheduled_before: datetime | None = None,
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> t.Page[t.Execution]:
+        """One page of executions, filtered by job, statuses and scheduled instant.
+
+        page = await client.list_executions(job_id=job.id, statuses=["dead", "needs_review"])
+        """
+        request = self._executions_request(
+            job_id, statuses, scheduled_after, scheduled_before, page_size
+        )
+        request.page_token = page_token
+        response = await self._transport.call(
+            lambda s: s.executions.ListExecutions, request, retry=True
+        )
+        return messages.page(response.executions, response.next_page_token, messages.execution)
+
+    async def executions(
+        self,
+        *,
+        job_id: JobRef | None = None,
+        statuses: Iterable[ExecutionStatus | str] = (),
+        scheduled_after: datetime | None = None,
+        scheduled_before: datetime | None = None,
+        page_size: int = 0,
+    ) -> AsyncIterator[t.Execution]:
+        """Every execution matching the filters, page after page (see `list_executions`)."""
+        statuses = tuple(statuses)
+        token = ""
+        while True:
+            page = await self.list_executions(
+                job_id=job_id,
+                statuses=statuses,
+                scheduled_after=scheduled_after,
+                scheduled_before=scheduled_before,
+                page_size=page_size,
+                page_token=token,
+            )
+            for execution in page.items:
+                yield execution
+            token = page.next_page_token
+            if not token:
+                return
+
+    @staticmethod
+    def _executions_request(
+        job_id: JobRef | None,
+        statuses: Iterable[ExecutionStatus | str],
+        after: datetime | None,
+        before: datetime | None,
+        page_size: int,
+    ) -> api.ListExecutionsRequest:
+        request = api.ListExecutionsRequest(
+            job_id=str(job_id or ""), statuses=_statuses(statuses), page_size=page_size
+        )
+        if after is not None:
+            request.scheduled_after.CopyFrom(to_timestamp(_instant(after, "scheduled_after")))
+        if before is not None:
+            request.scheduled_before.CopyFrom(to_timestamp(_instant(before, "scheduled_before")))
+        return request
+
+    async def get_execution(self, execution_id: str) -> t.Execution:
+        """One execution with every attempt: `await client.get_execution("<job>@<instant>")`."""
+        request = api.ExecutionRef(id=execution_id)
+        return messages.execution(
+            await self._transport.call(lambda s: s.executions.GetExecution, request, retry=True)
+        )
+
+    async def explain_execution(self, execution_id: str) -> t.Explanation:
+        """The path of one execution, and a verdict: why it ran, waits, or did not run.
+
+        explanation = await client.explain_execution(execution_id)
+        print(explanation.verdict, explanation.summary)
+        """
+        request = api.ExplainExecutionRequest(execution_id=execution_id)
+        return await self._explain(request)
+
+    async def explain_occurrence(self, job_id: JobRef, instant: datetime) -> t.Explanation:
+        """What became of the job's occurrence at `instant`, or why there is none."""
+        occurrence = api.JobInstant(
+            job_id=str(job_id), instant=to_timestamp(_instant(instant, "instant"))
+        )
+        return await self._explain(api.ExplainExecutionRequest(occurrence=occurrence))
+
+    async def _explain(self, request: api.ExplainExecutionRequest) -> t.Explanation:
+        return messages.explanation(
+            await self._transport.call(lambda s: s.executions.ExplainExecution, request, retry=True)
+        )
+
+    async def retry_execution(self, execution_id: str) -> t.Execution:
+        """Send a DEAD or NEEDS_REVIEW execution back to PENDING for one more try.
+
+        Not retried on an unavailable endpoint (see the module docstring):
+        on `Unavailable`, `get_execution` tells whether it happened.
+        """
+        request = api.ExecutionRef(id=execution_id)
+        return messages.execution(
+            await self._transport.call(lambda s: s.executions.RetryExecution, request, retry=False)
+        )
+
+    async def cancel_execution(self, execution_id: str) -> t.Execution:
+        """Make a PENDING execution never run (cancelling a cancelled one is harmless)."""
+        request = api.ExecutionRef(id=execution_id)
+        return messages.execution(
+            await self._transport.call(lambda s: s.executions.CancelExecution, request, retry=True)
+        )
+
+    # -- cluster ----------------------------------------------------------------------------
+
+    async def nodes(self) -> list[t.Node]:
+        """The scheduler nodes etcd lists, with the partitions each holds."""
+        response = await self._transport.call(
+            lambda s: s.cluster.ListNodes, api.ListNodesRequest(), retry=True
+        )
+        return [messages.node(item) for item in response.nodes]
+
+    async def partitions(self) -> list[t.Partition]:
+        """Every partition, its owner (None between owners) and its epoch."""
+        response = await self._transport.call(
+            lambda s: s.cluster.ListPartitions, api.ListPartitionsRequest(), retry=True
+        )
+        return [messages.partition(item) for item in response.partitions]
+
+    async def executors(self) -> list[t.ExecutorInfo]:
+        """The executors connected to the cluster: pools, task types, capacity."""
+        response = await self._transport.call(
+            lambda s: s.cluster.ListExecutors, api.ListExecutorsRequest(), retry=True
+        )
+        return [messages.executor(item) for item in response.executors]
