@@ -78,6 +78,18 @@ def _pools(values: tuple[str, ...]) -> dict[str, int]:
     default="",
     help="host:port to serve Prometheus metrics on (env WHEEL_METRICS_LISTEN); empty: off.",
 )
+@click.option(
+    "--tls/--no-tls",
+    envvar="WHEEL_TLS",
+    default=False,
+    help="Connect to the nodes over TLS (env WHEEL_TLS).",
+)
+@click.option(
+    "--tls-ca-file",
+    envvar="WHEEL_TLS_CA_FILE",
+    default="",
+    help="PEM CA bundle for the nodes' certificates (env WHEEL_TLS_CA_FILE); default: system's.",
+)
 def executor(
     executor_id: str,
     cluster: str,
@@ -86,6 +98,8 @@ def executor(
     pools: tuple[str, ...],
     drain_timeout: float,
     metrics_listen: str,
+    tls: bool,
+    tls_ca_file: str,
 ) -> None:
     """Run task handlers for the scheduler nodes; SIGTERM drains and exits."""
     from wheel.executor.config import ExecutorConfig
@@ -105,6 +119,8 @@ def executor(
             pools=_pools(pools),
             drain_timeout_s=drain_timeout,
             metrics_listen=metrics_listen,
+            tls=tls,
+            tls_ca_file=tls_ca_file,
         )
         eventloop.run(run_executor(config))
     except WheelError as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 
 from wheel.errors import ConfigError
@@ -43,6 +44,10 @@ class ExecutorConfig:
     """TTL of the lease the executor's registration lives under."""
     metrics_listen: str = ""
     """host:port for Prometheus metrics (/metrics); empty: not served."""
+    tls: bool = False
+    """Connect to the nodes over TLS (they serve TLS when given a certificate)."""
+    tls_ca_file: str = ""
+    """PEM CA bundle the nodes' certificates are checked against; empty: the system's."""
 
     def __post_init__(self) -> None:
         for name in ("executor_id", "cluster"):
@@ -68,6 +73,10 @@ class ExecutorConfig:
                     "pools", f"pool {pool!r}: concurrency {concurrency} not in 1..100000"
                 )
         object.__setattr__(self, "pools", MappingProxyType(dict(self.pools)))
+        if self.tls_ca_file and not self.tls:
+            raise ConfigError("tls_ca_file", "given without tls")
+        if self.tls_ca_file and not Path(self.tls_ca_file).is_file():
+            raise ConfigError("tls_ca_file", f"{self.tls_ca_file} is not a readable file")
         if self.drain_timeout_s < 0:
             raise ConfigError("drain_timeout_s", f"{self.drain_timeout_s} is negative")
         if self.flush_timeout_s < 0:

@@ -141,9 +141,12 @@ class NodeLink:
         backoff_min_s: float,
         backoff_max_s: float,
         jitter: Callable[[], float] = lambda: random.uniform(0.5, 1.0),
+        credentials: grpc.ChannelCredentials | None = None,
     ) -> None:
         self.node_id = node_id
         self.address = address
+        self._credentials = credentials
+        """TLS to the node when set (the nodes serve TLS only, when configured)."""
         self._identity = identity
         self._handler = handler
         self._backoff_min_s = backoff_min_s
@@ -174,7 +177,12 @@ class NodeLink:
         welcomed = False
         # Keepalive pings notice a node that went silent without closing the stream
         # (a partition) within seconds, not when TCP gives up minutes later.
-        channel = grpc.aio.insecure_channel(self.address, options=KEEPALIVE_OPTIONS)
+        if self._credentials is not None:
+            channel = grpc.aio.secure_channel(
+                self.address, self._credentials, options=KEEPALIVE_OPTIONS
+            )
+        else:
+            channel = grpc.aio.insecure_channel(self.address, options=KEEPALIVE_OPTIONS)
         call: Call | None = None
         try:
             call = pb_grpc.ExecutorStreamStub(channel).Connect()

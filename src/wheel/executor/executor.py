@@ -34,6 +34,7 @@ from wheel.executor.registration import Registration
 from wheel.executor.routing import Router
 from wheel.executor.tasks import TaskRegistry, default_registry, load_modules
 from wheel.executor.threads import HandlerThreads
+from wheel.tls import channel_credentials
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,7 @@ class Executor:
             capacity=config.capacity,
         )
         self._threads = HandlerThreads(config.threads)
+        self._credentials = channel_credentials(config.tls_ca_file) if config.tls else None
         self._etcd: Etcd | None = None
         self._view: ClusterView | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -122,6 +124,7 @@ class Executor:
         return NodeLink(
             node_id, address, self.identity, self.executions,
             backoff_min_s=self.config.reconnect_min_s, backoff_max_s=self.config.reconnect_max_s,
+            credentials=self._credentials,
         )  # fmt: skip
 
     async def stop(self) -> None:
