@@ -1,0 +1,129 @@
+"""What `wheel dev` puts in its cluster: the `dev` tenant, a token for it, example jobs.
+
+Each is made once per data directory and found again on the next start: the
+tenant by name; the token from `dev.json`, kept while it still
+authenticates (a new one otherwise); the examples by name, so a restart
+never duplicates them and an example the user deleted stays deleted.
+
+    tenant = await ensure_tenant(store)
+    token, created = await ensure_token(store, tenant, previous=None)
+    made = await seed_examples(store, tenant, partitions=16, now=datetime.now(UTC))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from wheel import dev_tasks
+from wheel.errors import Conflict
+from wheel.model.ids import TenantId
+from wheel.model.jobs import JobSpec, Policies, Schedule, ScheduleKind
+from wheel.scheduler.registration import register_jobs
+from wheel.store import Store
+
+TENANT = "dev"
+TOKEN_NAME = "wheel dev"
+ONE_OFF_DELAY_S = 3
+"""The one-off examples fire this many seconds (rounded down to a whole second) after start."""
+
+
+def example_jobs(now: datetime) -> list[JobSpec]:
+    """The examples: a one-off, a smeared 10-second cron, a job that dies, a zoned cron."""
+    soon = (now + timedelta(seconds=ONE_OFF_DELAY_S)).replace(microsecond=0)
+    return [
+        JobSpec(
+            name="hello",
+            task_type=dev_tasks.HELLO,
+            schedule=Schedule(kind=ScheduleKind.AT, at=soon),
+            payload=b"hello from wheel dev",
+        ),
+        JobSpec(
+            name="tick",
+            task_type=dev_tasks.TICK,
+            # Six fields: the first is seconds. The smear gives the job a stable offset
+            # in [0, 3 s), so "every 10 s" does not mean "at :00, :10, ... exactly".
+            schedule=Schedule(
+                kind=ScheduleKind.CRON, cron="*/10 * * * * *", smear=timedelta(seconds=3)
+            ),
+        ),
+        JobSpec(
+            name="always-fails",
+            task_type=dev_tasks.FAIL,
+            schedule=Schedule(kind=ScheduleKind.AT, at=soon),
+            policies=Policies(
+                max_attempts=3,
+                backoff_base=timedelta(seconds=1),
+                backoff_cap=timedelta(seconds=4),
+            ),
+        ),
+        JobSpec(
+            name="london-every-minute",
+            task_type=dev_tasks.HELLO,
+            schedule=Schedule(kind=ScheduleKind.CRON, cron="* * * * *", time_zone="Europe/London"),
+        ),
+    ]
+
+
+def describe(spec: JobSpec) -> str:
+    """One line for the banner: name, when, retry policy when it is not the default, task."""
+    schedule, policies = spec.schedule, spec.policies
+    if schedule.kind is ScheduleKind.AT:
+        assert schedule.at is not None
+        when = f"once at {schedule.at:%H:%M:%S}Z"
+    elif schedule.kind is ScheduleKind.NOW:
+        when = "once, now"
+    else:
+        when = f"cron '{schedule.cron}' in {schedule.time_zone}"
+        if schedule.smear:
+            when += f", smear {_seconds(schedule.smear)}"
+    if policies != Policies():
+        when += (
+            f", {policies.max_attempts} attempts, backoff {_seconds(policies.backoff_base)}"
+            f" doubling to {_seconds(policies.backoff_cap)}, then dead"
+        )
+    return f"{spec.name:<20} {when}  ({spec.task_type})"
+
+
+def _seconds(duration: timedelta) -> str:
+    return f"{duration.total_seconds():g} s"
+
+
+def missing(examples: Iterable[JobSpec], existing_names: Iterable[str]) -> list[JobSpec]:
+    """The examples no job of the tenant is named after (deleted jobs count as existing)."""
+    taken = set(existing_names)
+    return [spec for spec in examples if spec.name not in taken]
+
+
+async def ensure_tenant(store: Store) -> TenantId:
+    """The `dev` tenant's id, creating the tenant on first use."""
+    try:
+        return (await store.tenants.create(TENANT)).id
+    except Conflict:
+        pass
+    async with store.pool.connection() as conn:
+        cursor = await conn.execute("SELECT id FROM tenants WHERE name = %s", (TENANT,))
+        row = await cursor.fetchone()
+    assert row is not None, "the tenant exists: creating it conflicted"
+    return TenantId(row[0])
+
+
+async def ensure_token(store: Store, tenant: TenantId, previous: str | None) -> tuple[str, bool]:
+    """`previous` while it still authenticates as `tenant`, else a new token; and whether new."""
+    if previous and await store.tenants.authenticate(previous) == tenant:
+        return previous, False
+    _, secret = await store.tenants.create_token(tenant, TOKEN_NAME)
+    return secret, True
+
+
+async def seed_examples(
+    store: Store, tenant: TenantId, *, partitions: int, now: datetime
+) -> list[JobSpec]:
+    """Register the examples the tenant has no job named after; return those registered."""
+    async with store.pool.connection() as conn:
+        cursor = await conn.execute("SELECT name FROM jobs WHERE tenant_id = %s", (tenant,))
+        names = [row[0] for row in await cursor.fetchall()]
+    specs = missing(example_jobs(now), names)
+    if specs:
+        await register_jobs(store, tenant, specs, partitions=partitions, clock=lambda: now)
+    return specs
