@@ -1,0 +1,281 @@
+"""`wheel dev`'s live view: the dev tenant's executions as they happen, read from Postgres.
+
+On a terminal: a table (rich's Live), the newest executions first, upcoming
+ones included once they are due within UPCOMING_S, redrawn every
+REFRESH_S. Anywhere else (a pipe, a file, a test): one line per change of
+state an execution is seen to make,
+
+    15:20:03.000Z  always-fails         dead         attempt=3/3  executor=dev-executor
+        late=+2ms  id=<job id>@20250101T152003.000000Z  error=RuntimeError: ...
+
+(one line, folded here)
+
+Polling is the design, not a shortcut: Postgres is the truth and nothing
+else publishes status changes. A change shorter than REFRESH_S (dispatched,
+running and succeeded within half a second) shows as one line.
+lateness = started_at - fire_at: how long after its instant (smear and
+retry backoff included) the handler started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import click
+import psycopg
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from wheel.model.ids import ExecutionKey, JobId, TenantId
+
+REFRESH_S = 0.5
+UPCOMING_S = 15.0
+"""Pending executions due within this long are shown (as `pending`)."""
+TABLE_ROWS = 30
+"""Most rows in the table (fewer when the terminal is short: the title and header need room)."""
+LINES_LOOKBACK = timedelta(minutes=1)
+"""The line view reports executions scheduled from this long before it started."""
+LINES_LIMIT = 500
+
+# The newest executions of a tenant (the executions_tenant_newest index, a range scan).
+RECENT = """
+SELECT j.name, e.job_id, e.scheduled_for, e.fire_at, e.status::text, e.attempt,
+       j.max_attempts, e.executor_id, e.started_at, coalesce(e.error, e.reason)
+FROM executions e
+JOIN jobs j ON j.id = e.job_id
+WHERE e.tenant_id = %(tenant)s
+  AND e.scheduled_for >= %(since)s
+  AND e.scheduled_for < now() + make_interval(secs => %(upcoming_s)s)
+ORDER BY e.scheduled_for DESC, e.job_id DESC
+LIMIT %(limit)s
+"""
+
+_STYLES = {
+    "pending": "dim",
+    "dispatched": "cyan",
+    "running": "yellow",
+    "succeeded": "green",
+    "dead": "bold red",
+    "skipped": "magenta",
+    "needs_review": "bold red",
+    "cancelled": "dim",
+}
+_STARTED = ("running", "succeeded", "dead", "needs_review")
+"""Statuses whose started_at belongs to the attempt at fire_at (a retry's does not)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionRow:
+    """One execution as the view shows it."""
+
+    job_name: str
+    execution_id: str
+    scheduled_for: datetime
+    fire_at: datetime
+    status: str
+    attempt: int
+    max_attempts: int
+    executor_id: str | None
+    started_at: datetime | None
+    note: str | None
+    """The last error, or why it was skipped or cancelled."""
+
+    @classmethod
+    def from_record(cls, record: Sequence[Any]) -> ExecutionRow:
+        name, job_id, scheduled_for, fire_at, status, attempt, max_attempts, *rest = record
+        executor_id, started_at, note = rest
+        key = ExecutionKey(JobId(uuid.UUID(str(job_id))), scheduled_for)
+        return cls(name, key.id, key.scheduled_for, fire_at, status, attempt, max_attempts,
+                   executor_id, started_at, note)  # fmt: skip
+
+    @property
+    def lateness(self) -> timedelta | None:
+        """started_at - fire_at, once the attempt at fire_at has started."""
+        if self.started_at is None or self.status not in _STARTED:
+            return None
+        return self.started_at - self.fire_at
+
+    @property
+    def state(self) -> tuple[str, int]:
+        return self.status, self.attempt
+
+
+def format_instant(instant: datetime) -> str:
+    """HH:MM:SS.mmmZ in UTC."""
+    utc = instant.astimezone(UTC)
+    return f"{utc:%H:%M:%S}.{utc.microsecond // 1000:03d}Z"
+
+
+def format_lateness(lateness: timedelta | None) -> str:
+    """+2ms, +1.25s, -1ms; '-' when not started."""
+    if lateness is None:
+        return "-"
+    ms = lateness / timedelta(milliseconds=1)
+    sign = "-" if ms < 0 else "+"
+    if abs(ms) < 1000:
+        return f"{sign}{abs(ms):.0f}ms"
+    return f"{sign}{abs(ms) / 1000:.2f}s"
+
+
+def format_line(row: ExecutionRow) -> str:
+    """The line view's line for a row."""
+    line = (
+        f"{format_instant(row.scheduled_for)}  {row.job_name:<20} {row.status:<12} "
+        f"attempt={row.attempt}/{row.max_attempts}  executor={row.executor_id or '-'}  "
+        f"late={format_lateness(row.lateness)}  id={row.execution_id}"
+    )
+    if row.note and row.status != "succeeded":
+        line += (
+            f"  error={_one_line(row.note)}" if row.attempt else f"  reason={_one_line(row.note)}"
+        )
+    return line
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    """The first line of an error (its message; a traceback follows), at most `limit` long."""
+    first = text.strip().split("\n", 1)[0].strip()
+    return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+WIDE = 210
+"""Console width from which the table shows the whole execution id (else none)."""
+MEDIUM = 145
+"""Console width from which it shows the executor and the error."""
+
+
+def table(rows: Iterable[ExecutionRow], title: str, width: int = WIDE) -> Table:
+    """The terminal view's table; narrower consoles get fewer columns, never squeezed ones."""
+    medium, wide = width >= MEDIUM, width >= WIDE
+    view = Table(title=title, title_justify="left")
+    view.add_column("scheduled (UTC)", no_wrap=True, min_width=13)
+    view.add_column("job", no_wrap=True, max_width=24)
+    view.add_column("status", no_wrap=True, min_width=12)
+    view.add_column("attempt", justify="right", no_wrap=True)
+    view.add_column("late", justify="right", no_wrap=True, min_width=7)
+    if medium:
+        view.add_column("executor", no_wrap=True, max_width=20)
+    if wide:
+        view.add_column("execution id", no_wrap=True, min_width=60)
+    if medium:
+        view.add_column("error / reason", no_wrap=True, overflow="ellipsis", max_width=40)
+    for row in rows:
+        cells = [
+            format_instant(row.scheduled_for),
+            row.job_name,
+            f"[{_STYLES.get(row.status, '')}]{row.status}[/]",
+            f"{row.attempt}/{row.max_attempts}",
+            format_lateness(row.lateness),
+        ]
+        if medium:
+            cells.append(row.executor_id or "-")
+        if wide:
+            cells.append(row.execution_id)
+        if medium:
+            cells.append(_one_line(row.note, 80) if row.note and row.status != "succeeded" else "")
+        view.add_row(*cells)
+    return view
+
+
+class Changes:
+    """Which rows changed state since the last poll (a row first seen pending and
+    untried has not changed: nothing happened to it yet)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[str, int]] = {}
+
+    def update(self, rows: Sequence[ExecutionRow]) -> list[ExecutionRow]:
+        """Rows (oldest first) whose status or attempt differ from the last poll's."""
+        changed = []
+        seen: dict[str, tuple[str, int]] = {}
+        for row in reversed(rows):
+            seen[row.execution_id] = row.state
+            before = self._seen.get(row.execution_id)
+            if before == row.state or (before is None and row.state == ("pending", 0)):
+                continue
+            changed.append(row)
+        self._seen = seen  # rows leave the window only by age: they do not come back
+        return changed
+
+
+class LiveView:
+    """Runs until cancelled; `notices` returns lines to show once (processes that died)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        tenant: TenantId,
+        *,
+        tty: bool,
+        notices: Callable[[], list[str]] = list,
+        console: Console | None = None,
+    ) -> None:
+        self._dsn = dsn
+        self._tenant = tenant
+        self._tty = tty
+        self._notices = notices
+        self._console = console or Console()
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._failing = False
+
+    async def run(self) -> None:
+        try:
+            if self._tty:
+                await self._run_table()
+            else:
+                await self._run_lines()
+        finally:
+            if self._conn is not None:
+                await self._conn.close()
+
+    async def _run_table(self) -> None:
+        title = "executions of tenant dev, newest first (Ctrl-C stops everything)"
+        since = datetime(1970, 1, 1, tzinfo=UTC)
+        console = self._console
+        with Live(table([], title, console.width), console=console, auto_refresh=False) as live:
+            while True:
+                fit = max(3, min(TABLE_ROWS, console.height - 7))
+                rows = await self._poll(since, fit, live.console.print)
+                if rows is not None:
+                    live.update(table(rows, title, console.width), refresh=True)
+                for notice in self._notices():
+                    live.console.print(notice)
+                await asyncio.sleep(REFRESH_S)  # the refresh period: Postgres publishes nothing
+
+    async def _run_lines(self) -> None:
+        since = datetime.now(UTC) - LINES_LOOKBACK
+        changes = Changes()
+        while True:
+            rows = await self._poll(since, LINES_LIMIT, click.echo)
+            for row in changes.update(rows or []):
+                click.echo(format_line(row))
+            for notice in self._notices():
+                click.echo(notice)
+            await asyncio.sleep(REFRESH_S)  # the refresh period: Postgres publishes nothing
+
+    async def _poll(
+        self, since: datetime, limit: int, say: Callable[[str], None]
+    ) -> list[ExecutionRow] | None:
+        """The newest rows; None (said once) while Postgres cannot be read."""
+        params = {"tenant": self._tenant, "since": since, "upcoming_s": UPCOMING_S,
+                  "limit": limit}  # fmt: skip
+        try:
+            if self._conn is None or self._conn.closed:
+                self._conn = await psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
+            cursor = await self._conn.execute(RECENT, params)
+            records = await cursor.fetchall()
+        except psycopg.Error as exc:
+            if not self._failing:
+                say(f"wheel dev: live view cannot read Postgres ({exc}); retrying")
+            self._failing = True
+            if self._conn is not None:
+                await self._conn.close()
+            self._conn = None
+            return None
+        self._failing = False
+        return [ExecutionRow.from_record(r) for r in records]
