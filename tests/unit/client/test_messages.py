@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 import sys
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -15,6 +17,7 @@ from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.api import convert
 from wheel.api.status import RemoteError
 from wheel.client import Verdict, messages
+from wheel.client.plain import to_plain
 from wheel.model import executions as mx
 from wheel.model import jobs as mj
 from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId
@@ -169,3 +172,20 @@ def test_import_wheel_stays_light_and_exports_the_sdk() -> None:
     assert set(wheel.__all__) >= {"Client", "AsyncClient", "now", "at", "cron", "Policies"}
     for name in wheel.__all__:
         assert getattr(wheel, name) is not None
+
+
+def test_plain_data_names_units_and_loses_nothing() -> None:
+    model = _model_job(wheel.cron("0 9 * * *", "Europe/Paris", smear=timedelta(milliseconds=1500)))
+    document = to_plain(messages.job(convert.job_to(model)))
+    assert json.loads(json.dumps(document)) == document
+    assert document["id"] == str(model.id)
+    assert base64.b64decode(document["payload_base64"]) == model.spec.payload
+    assert document["schedule"]["smear_s"] == 1.5
+    assert document["schedule"]["dst_gap"] == "default"
+    assert document["policies"]["backoff_cap_s"] == 420
+    assert document["policies"]["misfire"] == "fire_all"
+    assert datetime.fromisoformat(document["created_at"]) == T0
+    assert list(document) == [
+        "id", "name", "task_type", "payload_base64", "schedule", "policies", "status",
+        "version", "created_at", "updated_at",
+    ]  # fmt: skip
