@@ -1,8 +1,55 @@
-"""`wheel jobs ...` and `wheel executions ...`: the public API from the command line."""
+"""`wheel jobs ...` and `wheel executions ...`: the public API from the command line.
+
+Every command is one use of the SDK's `wheel.Client`. The connection options
+are shared by all of them (`--endpoint`, `--token`, `--tls`, `--tls-ca`,
+`--output table|json`, `--config FILE`), from flags, then `WHEEL_*`
+variables, then the TOML file, then defaults:
+
+    export WHEEL_ENDPOINTS=node-a:7070,node-b:7070 WHEEL_TOKEN=whl_...
+    wheel jobs create nightly --task reports.nightly --cron "30 1 * * *" --tz Europe/London
+    wheel jobs update <job id> --version 1 --max-attempts 5
+    wheel executions list --job <job id> --status dead
+    wheel executions explain --job <job id> --at 2027-03-28T01:30:00+00:00
+
+A value an option refuses is a usage error naming the option (exit 2),
+whether the CLI, the SDK or the server found it; any other wheel error is
+`wheel: error: <message>` (exit 1). The token is never printed. Options:
+`wheel.api_cli_options`; tables: `wheel.api_cli_show`.
+"""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
 import click
+from rich.console import Console
+
+from wheel import api_cli_show as show
+from wheel.api_cli_options import (
+    INSTANT,
+    PAYLOAD,
+    POLICIES,
+    SCHEDULE,
+    Session,
+    apply,
+    choice,
+    connected,
+    payload,
+    policies,
+    schedule,
+)
+from wheel.model.executions import ExecutionStatus
+from wheel.model.jobs import Policies
+
+if TYPE_CHECKING:
+    from wheel.client import Client, types
+
+_NO_SCHEDULE = "give a schedule: --now, --at INSTANT or --cron EXPRESSION"
+
+# -- jobs ----------------------------------------------------------------------------------
 
 
 @click.group()
@@ -10,6 +57,274 @@ def jobs() -> None:
     """Create, inspect and change jobs."""
 
 
+@jobs.command("create")
+@click.argument("name")
+@click.option("--task", "task_type", required=True, help="The task type an executor runs.")
+@apply(SCHEDULE)
+@apply(PAYLOAD)
+@apply(POLICIES)
+@click.option(
+    "--preview",
+    type=click.IntRange(1, 100),
+    default=5,
+    show_default=True,
+    help="How many next runs to show.",
+)
+@click.option("--job-id", type=click.UUID, help="The job's id (repeating the create makes one).")
+@connected
+def create_job(
+    session: Session,
+    name: str,
+    task_type: str,
+    preview: int,
+    job_id: uuid.UUID | None,
+    **options: Any,
+) -> None:
+    """Register job NAME running --task on a schedule: --now, --at or --cron.
+
+    Prints the job and its next runs, with a note where DST changes a run.
+    """
+    wanted = schedule(options)
+    if wanted is None:
+        raise click.UsageError(_NO_SCHEDULE)
+    chosen = policies(options, Policies())
+    data = payload(options) or b""
+    created = session.call(
+        lambda client: client.create_job(
+            name, task_type, wanted, payload=data, policies=chosen, preview=preview, job_id=job_id
+        )
+    )
+
+    def human(console: Console) -> None:
+        show.job(console, "job created", created.job)
+        show.runs(console, created.next_runs)
+
+    session.show(created, human)
+
+
+@jobs.command("list")
+@click.option("--limit", type=click.IntRange(0, 1000), default=0, help="Page size (0: 100).")
+@click.option("--page-token", default="", help="Continue where a listing said 'more'.")
+@connected
+def list_jobs(session: Session, limit: int, page_token: str) -> None:
+    """The tenant's jobs, a page at a time."""
+    page = session.call(lambda client: client.list_jobs(page_size=limit, page_token=page_token))
+    session.show(page, lambda console: show.jobs(console, page))
+
+
+def _job_command(name: str, title: str, call: Callable[[Client, str], types.Job]) -> None:
+    @jobs.command(name, help=call.__doc__)
+    @click.argument("job_id")
+    @connected
+    def command(session: Session, job_id: str) -> None:
+        job = session.call(lambda client: call(client, job_id))
+        session.show(job, lambda console: show.job(console, title, job))
+
+
+def _get(client: Client, job_id: str) -> types.Job:
+    """Show job JOB_ID."""
+    return client.get_job(job_id)
+
+
+def _pause(client: Client, job_id: str) -> types.Job:
+    """Stop firing JOB_ID's runs until it is resumed."""
+    return client.pause_job(job_id)
+
+
+def _resume(client: Client, job_id: str) -> types.Job:
+    """Fire JOB_ID's runs again (its misfire policy decides about missed ones)."""
+    return client.resume_job(job_id)
+
+
+def _delete(client: Client, job_id: str) -> types.Job:
+    """Delete JOB_ID: no more runs; its pending runs are cancelled."""
+    return client.delete_job(job_id)
+
+
+_job_command("get", "job", _get)
+_job_command("pause", "job paused", _pause)
+_job_command("resume", "job resumed", _resume)
+_job_command("delete", "job deleted", _delete)
+
+
+@jobs.command("update")
+@click.argument("job_id")
+@click.option(
+    "--version",
+    "expected_version",
+    type=click.IntRange(min=1),
+    required=True,
+    help="The version you edited (wheel jobs get); refused if it moved on.",
+)
+@click.option("--name", help="A new name.")
+@click.option("--task", "task_type", help="A new task type.")
+@apply(SCHEDULE)
+@apply(PAYLOAD)
+@apply(POLICIES)
+@connected
+def update_job(
+    session: Session,
+    job_id: str,
+    expected_version: int,
+    name: str | None,
+    task_type: str | None,
+    **options: Any,
+) -> None:
+    """Change JOB_ID's definition: only what the options name changes.
+
+    Cron options change the current schedule (--tz alone keeps the
+    expression); each policy option changes that policy alone. The update is
+    refused if the job is no longer at --version.
+    """
+    data = payload(options)
+
+    def update(client: Client) -> types.Job:
+        current = client.get_job(job_id)
+        return client.update_job(
+            job_id,
+            expected_version=expected_version,
+            base=current,
+            name=name,
+            task_type=task_type,
+            payload=data,
+            schedule=schedule(options, current.schedule),
+            policies=policies(options, current.policies),
+        )
+
+    job = session.call(update)
+    session.show(job, lambda console: show.job(console, "job updated", job))
+
+
+@jobs.command("preview")
+@apply(SCHEDULE)
+@click.option(
+    "--count", type=click.IntRange(1, 100), default=5, show_default=True, help="How many next runs."
+)
+@click.option("--after", type=INSTANT, help="Runs after this instant (default now).")
+@click.option("--job", "job_id", help="Resolve H fields and smear as for this job.")
+@connected
+def preview_schedule(
+    session: Session, count: int, after: datetime | None, job_id: str | None, **options: Any
+) -> None:
+    """A schedule's next runs, with DST notes; nothing is saved."""
+    wanted = schedule(options)
+    if wanted is None:
+        raise click.UsageError(_NO_SCHEDULE)
+    runs = session.call(
+        lambda client: client.preview_schedule(wanted, count=count, after=after, job_id=job_id)
+    )
+    session.show(runs, lambda console: show.runs(console, runs))
+
+
+@jobs.command("trigger")
+@click.argument("job_id")
+@click.option("--at", type=INSTANT, help="The instant the run is for (default now).")
+@connected
+def trigger_job(session: Session, job_id: str, at: datetime | None) -> None:
+    """Run JOB_ID once more, now or for --at, outside its schedule."""
+    execution = session.call(lambda client: client.trigger_job(job_id, at=at))
+    session.show(execution, lambda console: show.execution(console, "triggered", execution))
+
+
+@jobs.command("backfill")
+@click.argument("job_id")
+@click.option("--from", "start", type=INSTANT, required=True, help="First instant (included).")
+@click.option("--to", "end", type=INSTANT, required=True, help="Last instant (excluded; past).")
+@connected
+def backfill_job(session: Session, job_id: str, start: datetime, end: datetime) -> None:
+    """Make the runs JOB_ID's cron schedule had in [--from, --to); existing ones are kept."""
+    result = session.call(lambda client: client.backfill_job(job_id, start, end))
+    session.show(result, lambda console: show.backfill(console, result))
+
+
+# -- executions ----------------------------------------------------------------------------
+
+
 @click.group()
 def executions() -> None:
     """Inspect, explain, retry and cancel executions."""
+
+
+@executions.command("list")
+@click.option("--job", "job_id", help="Only this job's executions.")
+@click.option(
+    "--status",
+    "statuses",
+    type=choice(ExecutionStatus),
+    multiple=True,
+    help="Only these statuses (repeat for several).",
+)
+@click.option("--after", type=INSTANT, help="Scheduled after this instant.")
+@click.option("--before", type=INSTANT, help="Scheduled before this instant.")
+@click.option("--limit", type=click.IntRange(0, 1000), default=0, help="Page size (0: 100).")
+@click.option("--page-token", default="", help="Continue where a listing said 'more'.")
+@connected
+def list_executions(
+    session: Session,
+    job_id: str | None,
+    statuses: tuple[str, ...],
+    after: datetime | None,
+    before: datetime | None,
+    limit: int,
+    page_token: str,
+) -> None:
+    """Executions, filtered by job, status and scheduled instant, a page at a time."""
+    wanted = [status.lower() for status in statuses]
+    page = session.call(
+        lambda client: client.list_executions(
+            job_id=job_id,
+            statuses=wanted,
+            scheduled_after=after,
+            scheduled_before=before,
+            page_size=limit,
+            page_token=page_token,
+        )
+    )
+    session.show(page, lambda console: show.executions(console, page))
+
+
+@executions.command("get")
+@click.argument("execution_id")
+@connected
+def get_execution(session: Session, execution_id: str) -> None:
+    """Show EXECUTION_ID with every attempt."""
+    execution = session.call(lambda client: client.get_execution(execution_id))
+    session.show(execution, lambda console: show.execution(console, "execution", execution))
+
+
+@executions.command("explain")
+@click.argument("execution_id", required=False)
+@click.option("--job", "job_id", help="With --at: explain this job's occurrence at an instant.")
+@click.option("--at", type=INSTANT, help="With --job: the occurrence's scheduled instant.")
+@connected
+def explain_execution(
+    session: Session, execution_id: str | None, job_id: str | None, at: datetime | None
+) -> None:
+    """Why EXECUTION_ID (or --job's occurrence --at an instant) ran, waits, or did not run."""
+    if execution_id is not None:
+        if job_id is not None or at is not None:
+            raise click.UsageError("give EXECUTION_ID, or --job and --at, not both")
+        explanation = session.call(lambda client: client.explain_execution(execution_id))
+    elif job_id is not None and at is not None:
+        explanation = session.call(lambda client: client.explain_occurrence(job_id, at))
+    else:
+        raise click.UsageError("give EXECUTION_ID, or --job and --at")
+    session.show(explanation, lambda console: show.explanation(console, explanation))
+
+
+@executions.command("retry")
+@click.argument("execution_id")
+@connected
+def retry_execution(session: Session, execution_id: str) -> None:
+    """Send a dead or needs_review EXECUTION_ID back to pending for one more try."""
+    execution = session.call(lambda client: client.retry_execution(execution_id))
+    session.show(execution, lambda console: show.execution(console, "retrying", execution))
+
+
+@executions.command("cancel")
+@click.argument("execution_id")
+@connected
+def cancel_execution(session: Session, execution_id: str) -> None:
+    """Make a pending EXECUTION_ID never run."""
+    execution = session.call(lambda client: client.cancel_execution(execution_id))
+    session.show(execution, lambda console: show.execution(console, "cancelled", execution))

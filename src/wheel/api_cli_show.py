@@ -1,0 +1,243 @@
+"""How `wheel jobs` and `wheel executions` print results for people (rich tables).
+
+Instants are ISO 8601 in UTC ("Z"); durations are written as the options
+take them ("1m30s"); a schedule's next runs show their wall time in the
+job's zone and the DST note where DST changed the outcome. `--output json`
+bypasses all of this (`wheel.client.plain`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from rich import box
+from rich.console import Console
+from rich.table import Column, Table
+
+from wheel.model.jobs import DstFold, DstGap, Policies, Schedule, ScheduleKind
+
+if TYPE_CHECKING:
+    from wheel.client import types
+
+_SPAN_UNITS_MS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000))
+
+
+def when(instant: datetime | None) -> str:
+    return "-" if instant is None else instant.isoformat().replace("+00:00", "Z")
+
+
+def span(delta: timedelta) -> str:
+    """A duration as the options take it: 90 s is "1m30s"."""
+    rest_ms = round(delta.total_seconds() * 1000)
+    if rest_ms == 0:
+        return "0s"
+    parts = []
+    for unit, size_ms in _SPAN_UNITS_MS:
+        count, rest_ms = divmod(rest_ms, size_ms)
+        if count:
+            parts.append(f"{count}{unit}")
+    if rest_ms:
+        parts.append(f"{rest_ms}ms")
+    return "".join(parts)
+
+
+def describe_schedule(schedule: Schedule) -> str:
+    if schedule.kind is ScheduleKind.NOW:
+        return "now"
+    if schedule.kind is ScheduleKind.AT:
+        return f"at {when(schedule.at)}"
+    text = f"cron {schedule.cron!r} in {schedule.time_zone}"
+    if schedule.smear:
+        text += f", smear {span(schedule.smear)}"
+    if schedule.starts_at or schedule.ends_at:
+        text += f", from {when(schedule.starts_at)} to {when(schedule.ends_at)}"
+    if schedule.dst_gap is not DstGap.DEFAULT or schedule.dst_fold is not DstFold.DEFAULT:
+        text += f", dst gap {schedule.dst_gap}, fold {schedule.dst_fold}"
+    return text
+
+
+def describe_policies(p: Policies) -> str:
+    return (
+        f"{p.max_attempts} attempts, backoff {span(p.backoff_base)}..{span(p.backoff_cap)}, "
+        f"{'idempotent' if p.idempotent else 'not idempotent'}, misfire {p.misfire} "
+        f"(grace {span(p.misfire_grace)}, replay cap {p.misfire_replay_cap}), "
+        f"overlap {p.overlap}, timeout {span(p.timeout)}, priority {p.priority}, pool {p.pool}"
+    )
+
+
+def _payload(payload: bytes) -> str:
+    if not payload:
+        return "-"
+    try:
+        text = payload.decode()
+    except UnicodeDecodeError:
+        return f"<{len(payload)} bytes, not UTF-8>"
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+def _whole(header: str, values: Iterable[str]) -> Column:
+    """A column never cut nor wrapped: ids are what the next command needs."""
+    width = max((len(value) for value in values), default=len(header))
+    return Column(header, no_wrap=True, min_width=max(width, len(header)))
+
+
+def fields(console: Console, title: str, rows: Iterable[tuple[str, object]]) -> None:
+    """A two-column table of one object's fields."""
+    table = Table("field", "value", title=title, title_justify="left")
+    for name, value in rows:
+        table.add_row(name, "-" if value is None or value == "" else str(value))
+    console.print(table)
+
+
+def job(console: Console, title: str, item: types.Job) -> None:
+    fields(
+        console,
+        title,
+        [
+            ("id", item.id),
+            ("name", item.name),
+            ("task", item.task_type),
+            ("status", item.status),
+            ("version", item.version),
+            ("schedule", describe_schedule(item.schedule)),
+            ("policies", describe_policies(item.policies)),
+            ("payload", _payload(item.payload)),
+            ("created", when(item.created_at)),
+            ("updated", when(item.updated_at)),
+        ],
+    )
+
+
+def jobs(console: Console, page: types.Page[types.Job]) -> None:
+    table = Table(
+        _whole("id", (str(item.id) for item in page.items)),
+        "name",
+        "task",
+        "status",
+        "version",
+        "schedule",
+        box=box.SIMPLE_HEAD,
+    )
+    for item in page.items:
+        table.add_row(
+            str(item.id),
+            item.name,
+            item.task_type,
+            item.status,
+            str(item.version),
+            describe_schedule(item.schedule),
+        )
+    console.print(table)
+    _more(console, page.next_page_token)
+
+
+def runs(console: Console, items: Sequence[types.NextRun]) -> None:
+    """Next runs: the instant, the wall time in the zone, and DST notes."""
+    if not items:
+        console.print("no upcoming runs")
+        return
+    table = Table(
+        "#", "instant (UTC)", "wall time", "zone", "note", title="next runs", title_justify="left"
+    )
+    for number, run in enumerate(items, 1):
+        table.add_row(str(number), when(run.instant), run.wall_time, run.time_zone, run.note or "")
+    console.print(table)
+
+
+def execution(console: Console, title: str, item: types.Execution) -> None:
+    """One execution's fields, then its attempts."""
+    fields(
+        console,
+        title,
+        [
+            ("id", item.id),
+            ("job", item.job_id),
+            ("status", item.status),
+            ("reason", item.reason),
+            ("scheduled for", when(item.scheduled_for)),
+            ("fires at", when(item.fire_at)),
+            ("trigger", item.trigger),
+            ("attempt", item.attempt),
+            ("fence", item.fence),
+            ("executor", item.executor_id),
+            ("error", item.error),
+            ("job version", item.job_version),
+            ("priority", item.priority),
+            ("created", when(item.created_at)),
+            ("started", when(item.started_at)),
+            ("finished", when(item.finished_at)),
+        ],
+    )
+    if not item.attempts:
+        return
+    table = Table(
+        "#",
+        "executor",
+        "fence",
+        "started",
+        "finished",
+        "outcome",
+        "error",
+        title="attempts",
+        title_justify="left",
+    )
+    for attempt in item.attempts:
+        table.add_row(
+            str(attempt.number),
+            attempt.executor_id or "-",
+            str(attempt.fence),
+            when(attempt.started_at),
+            when(attempt.finished_at),
+            attempt.outcome,
+            attempt.error or "",
+        )
+    console.print(table)
+
+
+def executions(console: Console, page: types.Page[types.Execution]) -> None:
+    table = Table(
+        _whole("id", (item.id for item in page.items)),
+        _whole("status", (item.status for item in page.items)),
+        _whole("try", (str(item.attempt) for item in page.items)),
+        _whole("fires at", (when(item.fire_at) for item in page.items)),
+        "detail",
+        box=box.SIMPLE_HEAD,
+    )
+    for item in page.items:
+        table.add_row(
+            item.id,
+            item.status,
+            str(item.attempt),
+            when(item.fire_at),
+            item.error or item.reason or "",
+        )
+    console.print(table)
+    _more(console, page.next_page_token)
+
+
+def explanation(console: Console, item: types.Explanation) -> None:
+    """The verdict and its sentence first, then the path, oldest step first."""
+    console.print(f"{item.verdict.value.upper()}: {item.summary}")
+    console.print(f"job {item.job_id}, scheduled for {when(item.scheduled_for)}")
+    if item.execution_id:
+        console.print(f"execution {item.execution_id}")
+    if item.steps:
+        table = Table("at", "what", "detail", title="path", title_justify="left")
+        for step in item.steps:
+            table.add_row(when(step.at), step.what, step.detail)
+        console.print(table)
+
+
+def backfill(console: Console, result: types.Backfill) -> None:
+    console.print(f"{len(result.created_ids)} created, {len(result.existing_ids)} existed")
+    for ident in result.created_ids:
+        console.print(f"created  {ident}")
+    for ident in result.existing_ids:
+        console.print(f"existed  {ident}")
+
+
+def _more(console: Console, token: str) -> None:
+    if token:
+        console.print(f"more: --page-token {token}")
