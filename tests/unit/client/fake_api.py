@@ -421,8 +421,10 @@ def _paged(items: list[T], page_size: int, token: str) -> tuple[list[T], str]:
 class ServedApi:
     """A `FakeApi` served on 127.0.0.1 from an event loop in a thread of its own."""
 
-    def __init__(self, api: FakeApi) -> None:
+    def __init__(self, api: FakeApi, credentials: grpc.ServerCredentials | None = None) -> None:
         self.api = api
+        self.credentials = credentials
+        """TLS only, when given."""
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._server: grpc.aio.Server | None = None
@@ -439,7 +441,10 @@ class ServedApi:
             api_grpc.add_JobsServicer_to_server(self.api, server)
             api_grpc.add_ExecutionsServicer_to_server(self.api, server)
             api_grpc.add_ClusterServicer_to_server(self.api, server)
-            port = server.add_insecure_port("127.0.0.1:0")
+            if self.credentials is None:
+                port = server.add_insecure_port("127.0.0.1:0")
+            else:
+                port = server.add_secure_port("127.0.0.1:0", self.credentials)
             await server.start()
             self._server = server
             return f"127.0.0.1:{port}"
