@@ -1,0 +1,167 @@
+"""The SDK and the CLI against a real node: the contract the unit tests' fake stands in for."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from click.testing import CliRunner
+
+import wheel
+from tests.integration.conftest import NodeFactory
+from wheel.api_cli import executions, jobs
+from wheel.client import AsyncClient, Verdict
+from wheel.errors import (
+    InvalidArgument,
+    InvalidTransition,
+    NotFound,
+    Unauthenticated,
+    VersionConflict,
+)
+from wheel.model.executions import ExecutionStatus, Trigger
+from wheel.model.jobs import JobStatus, Policies
+from wheel.scheduler.node import SchedulerNode
+from wheel.store import Store
+
+
+@pytest.fixture
+def refusing() -> Iterator[str]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+@pytest.fixture
+async def node(start_node: NodeFactory) -> SchedulerNode:
+    started = await start_node()
+    await started.ready.wait()
+    return started
+
+
+@pytest.fixture
+async def token(store: Store) -> str:
+    tenant = await store.tenants.create(f"sdk-{uuid.uuid4().hex[:6]}")
+    _, secret = await store.tenants.create_token(tenant.id, "sdk test")
+    return secret
+
+
+@pytest.fixture
+async def client(node: SchedulerNode, token: str, refusing: str) -> AsyncIterator[AsyncClient]:
+    async with AsyncClient([refusing, node.address], token=token) as opened:
+        yield opened
+
+
+async def test_jobs_through_the_sdk(client: AsyncClient) -> None:
+    schedule = wheel.cron("30 1 * * *", "Europe/London", end=datetime(2030, 1, 1, tzinfo=UTC))
+    created = await client.create_job(
+        "nightly", "reports.nightly", schedule, payload=b"{}", policies=Policies(max_attempts=4)
+    )
+    job = created.job
+    assert (job.schedule, job.policies.max_attempts, job.status) == (schedule, 4, JobStatus.ACTIVE)
+    assert len(created.next_runs) == 5
+    assert (await client.get_job(job.id)) == job
+    assert job.id in [item.id async for item in client.jobs()]
+
+    updated = await client.update_job(
+        job.id, expected_version=job.version, schedule=wheel.cron("0 7 * * *", "Europe/Paris")
+    )
+    assert updated.version > job.version
+    assert updated.name == "nightly"
+    assert updated.payload == b"{}"
+    with pytest.raises(VersionConflict):
+        await client.update_job(job.id, expected_version=job.version, name="stale")
+
+    assert (await client.pause_job(job.id)).status is JobStatus.PAUSED
+    assert (await client.pause_job(job.id)).status is JobStatus.PAUSED
+    with pytest.raises(InvalidTransition):
+        await client.trigger_job(job.id)
+    assert (await client.resume_job(job.id)).status is JobStatus.ACTIVE
+
+    previewed = await client.preview_schedule(
+        wheel.cron("30 1 * * *", "Europe/London"),
+        count=3,
+        after=datetime(2027, 3, 26, tzinfo=UTC),
+    )
+    assert [run.note is not None for run in previewed] == [False, False, True]
+
+
+async def test_executions_through_the_sdk(client: AsyncClient) -> None:
+    job = (await client.create_job("later", "t", wheel.cron("0 0 1 1 *"))).job
+    at = datetime.now(UTC) + timedelta(hours=1)
+    triggered = await client.trigger_job(job.id, at=at)
+    assert triggered.trigger is Trigger.MANUAL
+    assert triggered.scheduled_for == at
+    assert (await client.trigger_job(job.id, at=at)).id == triggered.id
+    page = await client.list_executions(job_id=job.id, statuses=["pending"])
+    assert triggered.id in [item.id for item in page.items]
+    assert (await client.get_execution(triggered.id)).status is ExecutionStatus.PENDING
+    explanation = await client.explain_execution(triggered.id)
+    assert explanation.verdict is Verdict.WAITING
+    assert explanation.summary
+    cancelled = await client.cancel_execution(triggered.id)
+    assert cancelled.status is ExecutionStatus.CANCELLED
+    assert (await client.cancel_execution(triggered.id)).status is ExecutionStatus.CANCELLED
+    with pytest.raises(InvalidTransition):
+        await client.retry_execution(triggered.id)
+    off = await client.explain_occurrence(job.id, datetime(2031, 6, 1, 12, 0, tzinfo=UTC))
+    assert off.verdict is Verdict.NOT_AN_OCCURRENCE
+    start, end = datetime(2024, 6, 1, tzinfo=UTC), datetime(2025, 6, 1, tzinfo=UTC)
+    backfill = await client.backfill_job(job.id, start, end)
+    assert backfill.created_ids == (f"{job.id}@20250101T000000.000000Z",)
+    again = await client.backfill_job(job.id, start, end)
+    assert again.existing_ids == backfill.created_ids
+
+
+async def test_errors_come_back_typed(client: AsyncClient, node: SchedulerNode) -> None:
+    with pytest.raises(InvalidArgument) as caught:
+        await client.create_job("bad", "t", wheel.cron("61 * * * *"))
+    assert caught.value.field == "schedule.cron.expression"
+    with pytest.raises(NotFound):
+        await client.get_job(uuid.uuid4())
+    async with AsyncClient(node.address, token="whl_not_a_token") as stranger:
+        with pytest.raises(Unauthenticated):
+            await stranger.list_jobs()
+    nodes = await client.nodes()
+    assert [item.node_id for item in nodes] == [node.config.node_id]
+    assert len(await client.partitions()) == node.config.partitions
+
+
+async def test_the_cli_on_a_node(node: SchedulerNode, token: str) -> None:
+    env = {"WHEEL_ENDPOINTS": node.address, "WHEEL_TOKEN": token, "COLUMNS": "200"}
+
+    def invoke(group: object, *args: str) -> str:
+        result = CliRunner().invoke(group, list(args), env=env)  # type: ignore[arg-type]
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    # The node serves from this test's loop: the blocking CLI runs in a thread.
+    created = json.loads(
+        await asyncio.to_thread(
+            invoke,
+            jobs,
+            "create",
+            "cli",
+            "--task",
+            "t",
+            "--cron",
+            "30 1 * * *",
+            "--tz",
+            "Europe/London",
+            "--output",
+            "json",
+        )
+    )
+    job_id = created["job"]["id"]
+    shown = await asyncio.to_thread(invoke, jobs, "get", job_id)
+    assert "cron '30 1 * * *' in Europe/London" in shown
+    updated = await asyncio.to_thread(
+        invoke, jobs, "update", job_id, "--version", str(created["job"]["version"]), "--tz", "UTC"
+    )
+    assert "cron '30 1 * * *' in UTC" in updated
+    listed = await asyncio.to_thread(invoke, executions, "list", "--job", job_id)
+    assert "id" in listed
