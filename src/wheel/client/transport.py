@@ -188,7 +188,7 @@ class Transport:
         endpoints = self.settings.endpoints
         tries = 1 + self.settings.retries if retry else 1
         tried: list[str] = []
-        last: WheelError | None = None
+        last: grpc.aio.AioRpcError | None = None
         for number in range(tries):
             if number:
                 ceiling_s = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (number - 1))
@@ -202,9 +202,8 @@ class Transport:
                     request, metadata=self._metadata, timeout=self.settings.timeout_s
                 )
             except grpc.aio.AioRpcError as exc:
-                error = _mapped(exc)
                 if not _unreachable(exc, stubs.channel):
-                    raise error from None
+                    raise _mapped(exc) from exc
                 # Later calls start at the next endpoint, retried or not.
                 if self._current == index:
                     self._current = (index + 1) % len(endpoints)
@@ -212,12 +211,17 @@ class Transport:
                     "client.endpoint_unavailable",
                     extra={"endpoint": endpoint, "code": exc.code().name, "try": number + 1},
                 )
-                last = error
+                last = exc
+        assert last is not None
+        reason = _mapped(last)
         if not retry:
-            raise Unavailable(f"{tried[0]}: {last} (not retried: the call is not safe to repeat)")
+            raise Unavailable(
+                f"{tried[0]}: {reason} (not retried: the call is not safe to repeat)"
+            ) from last
+        endpoints_tried = ", ".join(dict.fromkeys(tried))
         raise Unavailable(
-            f"no endpoint answered in {tries} tries ({', '.join(dict.fromkeys(tried))}): {last}"
-        )
+            f"no endpoint answered in {tries} tries ({endpoints_tried}): {reason}"
+        ) from last
 
     async def close(self) -> None:
         """Close every channel; the transport takes no calls afterwards."""
