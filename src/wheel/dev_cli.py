@@ -7,39 +7,81 @@ from pathlib import Path
 import click
 
 from wheel import devcluster, eventloop
-from wheel.store.migrate import migrate as migrate_schema
 
 
 @click.command()
 @click.option(
     "--data-dir",
     type=click.Path(file_okay=False, path_type=Path),
+    envvar="WHEEL_DEV_DATA_DIR",
     default=None,
-    help="Data directory (env WHEEL_DEV_DATA_DIR). "
+    help="Data directory, reused across runs (env WHEEL_DEV_DATA_DIR). "
     "Default: ./.wheel-dev; as root /var/lib/wheel-dev.",
 )
 @click.option("--etcd-port", type=int, default=0, help="0 (default) picks a free port.")
 @click.option("--postgres-port", type=int, default=0, help="0 (default) picks a free port.")
-def dev(data_dir: Path | None, etcd_port: int, postgres_port: int) -> None:
+@click.option(
+    "--nodes", type=int, default=3, show_default=True, help="Scheduler nodes (dev-0, dev-1, ...)."
+)
+@click.option(
+    "--api-port",
+    type=int,
+    envvar="WHEEL_DEV_API_PORT",
+    default=None,
+    help="The first node's gRPC API port; the others follow (env WHEEL_DEV_API_PORT). "
+    "Default: 7070.. when free, else free ports; 0: free ports.",
+)
+@click.option(
+    "--metrics-port",
+    type=int,
+    envvar="WHEEL_DEV_METRICS_PORT",
+    default=None,
+    help="The first node's metrics port; the other nodes' and the executor's follow "
+    "(env WHEEL_DEV_METRICS_PORT). Default: 9100.. when free, else free ports; 0: free ports.",
+)
+@click.option(
+    "--tasks",
+    "task_modules",
+    multiple=True,
+    metavar="MODULE",
+    help="Your module of @wheel.task handlers, run beside the examples; repeatable.",
+)
+@click.option(
+    "--examples/--no-examples",
+    default=True,
+    show_default=True,
+    help="Create the example jobs (once per data directory).",
+)
+@click.option(
+    "--view",
+    type=click.Choice(devcluster.VIEWS),
+    default="auto",
+    show_default=True,
+    help="How executions are shown: a live table, a line per change, or the table on a terminal.",
+)
+def dev(
+    data_dir: Path | None,
+    etcd_port: int,
+    postgres_port: int,
+    nodes: int,
+    api_port: int | None,
+    metrics_port: int | None,
+    task_modules: tuple[str, ...],
+    examples: bool,
+    view: str,
+) -> None:
     """Run a local cluster in the foreground; Ctrl-C stops it."""
-    from wheel.local import LocalServices
-
     config = devcluster.DevConfig(
         data_dir=(data_dir or devcluster.default_data_dir()).resolve(),
         etcd_port=etcd_port,
         postgres_port=postgres_port,
+        nodes=nodes,
+        api_port=api_port,
+        metrics_port=metrics_port,
+        task_modules=task_modules,
+        examples=examples,
+        view=view,
     )
     click.echo(f"wheel dev: starting in {config.data_dir}")
-    with LocalServices.start(
-        config.data_dir, etcd_port=config.etcd_port, postgres_port=config.postgres_port
-    ) as services:
-        devcluster.ensure_database(services.postgres.dsn(), devcluster.DATABASE)
-        dsn = services.postgres.dsn(devcluster.DATABASE)
-        for migration in eventloop.run(migrate_schema(dsn)):
-            click.echo(f"applied migration {migration.number:04d}_{migration.name}")
-        devcluster.write_state(services, dsn)
-        click.echo(devcluster.describe(services, dsn))
-        click.echo("wheel dev: ready", err=False)
-        received = eventloop.run(devcluster.wait_for_stop_signal())
-        click.echo(f"wheel dev: {received.name} received, stopping")
+    eventloop.run(devcluster.run(config))
     click.echo("wheel dev: stopped")

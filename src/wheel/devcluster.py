@@ -1,8 +1,24 @@
 """`wheel dev`: a whole local cluster in one command, stopped by Ctrl-C.
 
-Today it starts etcd and Postgres (creating the `wheel` database); scheduler
-nodes and an executor join it as they land. It writes `dev.json` into the data
-directory — endpoints and process ids — for tools and tests to find it.
+    etcd, Postgres            wheel.local, in the data directory (reused across runs)
+    dev-0 .. dev-2            `wheel scheduler` processes: the gRPC API at 127.0.0.1:7070..
+    dev-executor              `wheel executor --tasks wheel.dev_tasks` (and the user's modules)
+    tenant `dev`, a token     made once per data directory (wheel.dev_examples)
+    example jobs              made once per data directory (wheel.dev_examples)
+    the live view             the dev tenant's executions as they happen (wheel.dev_view)
+
+Start-up order: etcd and Postgres, migrations, the cluster's partition
+count, the tenant and token, the processes; `wheel dev: ready` once every
+node says SERVING and the executor streams from every node; then the
+examples and the view. Stopping (SIGINT or SIGTERM, at any point:
+wheel.dev_signals) goes the other way: the executor drains, the nodes hand
+their partitions over, then Postgres and etcd stop. A second signal kills
+what is left.
+
+`dev.json` in the data directory records the endpoints, every process id
+and the dev token, mode 0600, for tools and tests to find the cluster: a
+development convenience only — a production token never belongs in a file
+like it.
 """
 
 from __future__ import annotations
@@ -11,17 +27,54 @@ import asyncio
 import json
 import os
 import signal
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+import click
 import psycopg
 from psycopg import sql
 
-from wheel.errors import ConfigError
+from wheel import dev_examples
+from wheel.coordinator.etcd import Etcd
+from wheel.coordinator.layout import Layout
+from wheel.coordinator.ownership import partition_count
+from wheel.dev_banner import banner
+from wheel.dev_processes import (
+    Child,
+    Stopped,
+    child_environment,
+    describe_exit,
+    executor_streams,
+    node_serving,
+    plan_ports,
+    stop_all,
+    wheel_command,
+)
+from wheel.dev_signals import SIGNALS, StopSignals
+from wheel.dev_view import LiveView
+from wheel.errors import ConfigError, LocalServiceError
 from wheel.local import LocalServices
-from wheel.local.etcd import etcd_binary
+from wheel.local.ports import LOOPBACK
+from wheel.model.ids import TenantId
+from wheel.model.jobs import JobSpec
+from wheel.store import Store
+from wheel.store.migrate import migrate as migrate_schema
 
 DATABASE = "wheel"
+CLUSTER = "dev"
+EXECUTOR_ID = "dev-executor"
+TASKS = "wheel.dev_tasks"
+DEFAULT_API_PORT = 7070
+DEFAULT_METRICS_PORT = 9100
+VIEWS = ("auto", "table", "lines")
+READY_TIMEOUT_S = 90.0
+READY_POLL_S = 0.1
+EXECUTOR_STOP_S = 20.0
+"""Its drain (5 s) and result flush (up to 10 s), with room to spare."""
+NODE_STOP_S = 25.0
 
 
 def default_data_dir() -> Path:
@@ -36,17 +89,49 @@ class DevConfig:
     """Configuration of `wheel dev`."""
 
     data_dir: Path
-    """Where etcd's and Postgres's data and logs live; reused across runs."""
+    """Where etcd's and Postgres's data, the logs and dev.json live; reused across runs."""
     etcd_port: int = 0
     """etcd client port on 127.0.0.1; 0 picks a free one."""
     postgres_port: int = 0
     """Postgres port on 127.0.0.1; 0 picks a free one."""
+    nodes: int = 3
+    """Scheduler nodes (dev-0, dev-1, ...)."""
+    api_port: int | None = None
+    """The first node's gRPC API port, the next nodes' follow; None: 7070.. when free,
+    else free ports; 0: free ports."""
+    metrics_port: int | None = None
+    """The first node's metrics port, the next nodes' then the executor's follow;
+    None: 9100.. when free, else free ports; 0: free ports."""
+    task_modules: tuple[str, ...] = ()
+    """The user's task modules, run by the executor beside the examples."""
+    examples: bool = True
+    """Create the example jobs (once per data directory)."""
+    view: str = "auto"
+    """'table' (a live table), 'lines' (a line per change) or 'auto' (table on a terminal)."""
+    partitions: int = 16
+    """Partition count of a new dev cluster (an existing one keeps its own)."""
 
     def __post_init__(self) -> None:
-        for field in ("etcd_port", "postgres_port"):
-            port = getattr(self, field)
-            if not 0 <= port <= 65535:
-                raise ConfigError(field, f"{port} is not a TCP port (0-65535)")
+        for name in ("etcd_port", "postgres_port", "api_port", "metrics_port"):
+            port = getattr(self, name)
+            if port is not None and not 0 <= port <= 65535:
+                raise ConfigError(name, f"{port} is not a TCP port (0-65535)")
+        if not 1 <= self.nodes <= 16:
+            raise ConfigError("nodes", f"{self.nodes} is not in 1-16")
+        if self.view not in VIEWS:
+            raise ConfigError("view", f"{self.view!r} is not one of {', '.join(VIEWS)}")
+        if self.partitions < 1:
+            raise ConfigError("partitions", f"must be > 0, got {self.partitions}")
+        for module in self.task_modules:
+            if not module or not all(part.isidentifier() for part in module.split(".")):
+                raise ConfigError("task_modules", f"{module!r} is not a module name")
+
+    @property
+    def state_path(self) -> Path:
+        return self.data_dir / "dev.json"
+
+    def table_view(self, tty: bool) -> bool:
+        return self.view == "table" or (self.view == "auto" and tty)
 
 
 def ensure_database(admin_dsn: str, name: str) -> None:
@@ -57,33 +142,23 @@ def ensure_database(admin_dsn: str, name: str) -> None:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
-def describe(services: LocalServices, dsn: str) -> str:
-    """The banner: where everything is and how to look inside."""
-    etcd, postgres = services.etcd, services.postgres
-    return "\n".join(
-        [
-            f"etcd      {etcd.endpoint}  (ready in {services.etcd_start_s:.2f} s)",
-            f"postgres  {dsn}  (ready in {services.postgres_start_s:.2f} s)",
-            "",
-            "inspect:",
-            f"  {etcd_binary('etcdctl')} --endpoints {etcd.endpoint} get --prefix /wheel/",
-            f"  {postgres.psql} '{dsn}'",
-            "",
-            "Ctrl-C stops everything.",
-        ]
-    )
+def previous_token(path: Path) -> str | None:
+    """The token the last run recorded in dev.json, if any."""
+    try:
+        token = json.loads(path.read_text()).get("token")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return token if isinstance(token, str) else None
 
 
-def write_state(services: LocalServices, dsn: str) -> Path:
-    """Record endpoints and pids in `dev.json` in the data directory."""
-    path = services.etcd.data_dir.parent / "dev.json"
-    state = {
-        "etcd": {"endpoint": services.etcd.endpoint, "pid": services.etcd.process.pid},
-        "postgres": {"dsn": dsn, "pid": services.postgres.process.pid},
-        "pid": os.getpid(),
-    }
-    path.write_text(json.dumps(state, indent=2) + "\n")
-    return path
+def write_state(path: Path, state: dict[str, Any]) -> None:
+    """Write dev.json atomically, readable by its owner only (it holds a token)."""
+    scratch = path.with_name(path.name + ".tmp")
+    descriptor = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        os.fchmod(file.fileno(), 0o600)  # O_CREAT's mode applies only to a new file
+        file.write(json.dumps(state, indent=2) + "\n")
+    os.replace(scratch, path)
 
 
 async def wait_for_stop_signal() -> signal.Signals:
@@ -95,10 +170,241 @@ async def wait_for_stop_signal() -> signal.Signals:
         if not received.done():
             received.set_result(sig)
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in SIGNALS:
         loop.add_signal_handler(sig, on_signal, sig)
     try:
         return await received
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in SIGNALS:
             loop.remove_signal_handler(sig)
+
+
+@dataclass
+class DevCluster:
+    """The processes of a dev cluster and what it was given: built by `start`."""
+
+    config: DevConfig
+    services: LocalServices
+    dsn: str
+    nodes: list[Child] = field(default_factory=list)
+    executor: Child | None = None
+    notes: list[str] = field(default_factory=list)
+    tenant: TenantId | None = None
+    token: str = ""
+    token_is_new: bool = False
+    examples_made: list[JobSpec] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return CLUSTER
+
+    @property
+    def task_modules(self) -> list[str]:
+        return [TASKS, *self.config.task_modules]
+
+    @property
+    def children(self) -> list[Child]:
+        return [*self.nodes, *([self.executor] if self.executor else [])]
+
+    @property
+    def endpoints(self) -> list[str]:
+        return [node.address for node in self.nodes]
+
+    async def start(self) -> None:
+        """Everything up to `ready`: tenant, token, processes, readiness, examples."""
+        config = self.config
+        etcd = await Etcd.connect(self.services.etcd.endpoint)
+        try:  # fixes the partition count of a new cluster (nodes and examples agree on it)
+            partitions = await partition_count(etcd, Layout(CLUSTER), config.partitions)
+        finally:
+            await etcd.close()
+        store = await Store.open(self.dsn, min_size=1, max_size=2)
+        try:
+            self.tenant = await dev_examples.ensure_tenant(store)
+            previous = previous_token(config.state_path)
+            self.token, self.token_is_new = await dev_examples.ensure_token(
+                store, self.tenant, previous
+            )
+            self.spawn()
+            write_state(config.state_path, self.state())
+            await self.wait_ready()
+            if config.examples:
+                self.examples_made = await dev_examples.seed_examples(
+                    store, self.tenant, partitions=partitions, now=datetime.now(UTC)
+                )
+        finally:
+            await store.close()
+
+    def spawn(self) -> None:
+        """Start the nodes and the executor (on the main thread: see wheel.local.process)."""
+        config, services = self.config, self.services
+        taken = {services.etcd.port, services.etcd.peer_port, services.postgres.port}
+        api, note = plan_ports("api_port", config.api_port, config.nodes,
+                               default=DEFAULT_API_PORT, taken=taken)  # fmt: skip
+        self.notes += [f"API ports {note}"] if note else []
+        metrics, note = plan_ports("metrics_port", config.metrics_port, config.nodes + 1,
+                                   default=DEFAULT_METRICS_PORT, taken={*taken, *api})  # fmt: skip
+        self.notes += [f"metrics ports {note}"] if note else []
+        logs = config.data_dir / "logs"
+        logs.mkdir(exist_ok=True)
+        node_env = child_environment({"WHEEL_POSTGRES_DSN": self.dsn})
+        for index, (port, metrics_port) in enumerate(zip(api, metrics, strict=False)):
+            name = f"{CLUSTER}-{index}"
+            address, metrics_address = f"{LOOPBACK}:{port}", f"{LOOPBACK}:{metrics_port}"
+            argv = wheel_command(
+                "scheduler", "--node-id", name, "--cluster", CLUSTER,
+                "--etcd-endpoint", f"{LOOPBACK}:{services.etcd.port}", "--listen", address,
+                "--metrics-listen", metrics_address, "--partitions", str(config.partitions),
+            )  # fmt: skip
+            self.nodes.append(Child(name, argv, logs / f"{name}.log", node_env, address,
+                                    metrics_address))  # fmt: skip
+        executor_metrics = f"{LOOPBACK}:{metrics[-1]}"
+        modules = [arg for module in self.task_modules for arg in ("--tasks", module)]
+        argv = wheel_command(
+            "executor", "--executor-id", EXECUTOR_ID, "--cluster", CLUSTER,
+            "--etcd", services.etcd.endpoint, *modules, "--pool", "default=16",
+            "--drain-timeout", "5", "--metrics-listen", executor_metrics,
+        )  # fmt: skip
+        self.executor = Child(EXECUTOR_ID, argv, logs / f"{EXECUTOR_ID}.log",
+                              child_environment({}), metrics=executor_metrics)  # fmt: skip
+        for child in self.children:
+            child.start()
+
+    async def wait_ready(self) -> None:
+        """Until every node is SERVING and the executor streams from each; an error
+        naming the process (and its log) if one exits first or time runs out."""
+        executor = self.executor
+        assert executor is not None
+        waiting = "nothing"
+        try:
+            async with asyncio.timeout(READY_TIMEOUT_S):
+                while True:
+                    for child in self.children:
+                        if child.exit_code is not None:
+                            reason = f"{describe_exit(child.exit_code)} while starting"
+                            raise LocalServiceError(child.name, reason, child.log_path)
+                    serving = await asyncio.gather(*(node_serving(n.address) for n in self.nodes))
+                    streams = await executor_streams(executor.metrics)
+                    if all(serving) and streams >= len(self.nodes):
+                        return
+                    late = [n.name for n, ok in zip(self.nodes, serving, strict=True) if not ok]
+                    if streams < len(self.nodes):
+                        late.append(f"{executor.name} (streams from {streams} nodes)")
+                    waiting = ", ".join(late)
+                    await asyncio.sleep(READY_POLL_S)  # other processes' state: no event to await
+        except TimeoutError:
+            reason = f"not ready after {READY_TIMEOUT_S:.0f} s (waiting for {waiting})"
+            raise LocalServiceError("wheel dev", reason, self.config.data_dir / "logs") from None
+
+    def exits(self) -> list[str]:
+        """A line for each process that exited since the last call (for the live view)."""
+        lines = []
+        for child in self.children:
+            if child.exit_code is not None and not child.reported:
+                child.reported = True
+                ended = describe_exit(child.exit_code)
+                lines.append(f"wheel dev: {child.name} {ended} (log: {child.log_path})")
+        return lines
+
+    async def stop(self, hurry: asyncio.Event) -> None:
+        """The executor drains, then the nodes hand their partitions over."""
+        if self.executor is not None:
+            _report(await stop_all([self.executor], timeout_s=EXECUTOR_STOP_S, hurry=hurry))
+        _report(await stop_all(self.nodes, timeout_s=NODE_STOP_S, hurry=hurry))
+
+    def state(self) -> dict[str, Any]:
+        """dev.json: endpoints, process ids and the token."""
+        etcd, postgres = self.services.etcd, self.services.postgres
+        return {
+            "pid": os.getpid(),
+            "cluster": CLUSTER,
+            "etcd": {"endpoint": etcd.endpoint, "pid": etcd.process.pid},
+            "postgres": {"dsn": self.dsn, "pid": postgres.process.pid},
+            "endpoints": self.endpoints,
+            "nodes": [node.describe() for node in self.nodes],
+            "executor": self.executor.describe() if self.executor else None,
+            "tenant": {"name": dev_examples.TENANT, "id": str(self.tenant)},
+            "token": self.token,
+        }
+
+
+async def _first(*awaited: asyncio.Future[Any]) -> None:
+    await asyncio.wait(awaited, return_when=asyncio.FIRST_COMPLETED)
+
+
+async def _cancel(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel and await; an error of theirs was raised already (or is beside the point now)."""
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks)
+    for task in tasks:
+        if not task.cancelled():
+            task.exception()
+
+
+def _report(stopped: list[Stopped]) -> None:
+    for result in stopped:
+        how = "stopped" if result.clean else "killed"
+        ended = describe_exit(result.exit_code)
+        click.echo(f"wheel dev: {result.name} {how}, {ended}, {result.seconds:.1f} s")
+
+
+async def run(config: DevConfig) -> None:
+    """`wheel dev` from start to stop: etcd, Postgres, migrations, the cluster, the view."""
+    signals = StopSignals()
+    try:
+        # Blocking on purpose: etcd and Postgres start on the main thread, which they
+        # are tied to (PR_SET_PDEATHSIG). A signal meanwhile is acted on once they are up.
+        try:
+            services = LocalServices.start(
+                config.data_dir, etcd_port=config.etcd_port, postgres_port=config.postgres_port
+            )
+        except LocalServiceError:
+            if not signals.stopping:
+                raise
+            signals.announce()  # Ctrl-C reached initdb too: not a failure, a stop
+            return
+        with services:
+            if not signals.stopping:
+                dsn = await prepare_database(services)
+                if not signals.stopping:
+                    await serve(config, services, dsn, signals)
+            signals.announce()
+            click.echo("wheel dev: stopping postgres and etcd")
+    finally:
+        signals.remove()
+
+
+async def prepare_database(services: LocalServices) -> str:
+    """Create the `wheel` database if need be and migrate it; its DSN."""
+    ensure_database(services.postgres.dsn(), DATABASE)
+    dsn = services.postgres.dsn(DATABASE)
+    for migration in await migrate_schema(dsn):
+        click.echo(f"applied migration {migration.number:04d}_{migration.name}")
+    return dsn
+
+
+async def serve(config: DevConfig, services: LocalServices, dsn: str, signals: StopSignals) -> None:
+    """Run the dev cluster on `services` until a signal; then stop it in order."""
+    cluster = DevCluster(config, services, dsn)
+    tasks: list[asyncio.Task[None]] = []
+    try:
+        starting = asyncio.create_task(cluster.start())
+        tasks.append(starting)
+        await _first(starting, signals.first)
+        if not signals.first.done():
+            starting.result()  # a start-up failure is raised here
+            click.echo(banner(cluster))
+            click.echo("wheel dev: ready")
+            assert cluster.tenant is not None
+            view = LiveView(dsn, cluster.tenant, tty=config.table_view(sys.stdout.isatty()),
+                            notices=cluster.exits)  # fmt: skip
+            tasks.append(asyncio.create_task(view.run()))
+            await _first(tasks[-1], signals.first)
+            if tasks[-1].done():
+                tasks[-1].result()  # the view failed: say why, after stopping
+        signals.announce()
+    finally:
+        await _cancel(tasks)
+        await cluster.stop(signals.again)

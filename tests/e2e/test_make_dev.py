@@ -1,20 +1,80 @@
-"""`make dev` brings up the local cluster and Ctrl-C takes all of it down."""
+"""`make dev` brings up the whole local cluster, runs its examples, and Ctrl-C takes it all down.
+
+Its output is read as it comes (stdout is a pipe, so the live view prints a
+line per change of state); every wait is for a line, bounded by a deadline.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import queue
+import re
 import shutil
 import signal
+import stat
 import subprocess
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 import psycopg
 
 from tests.conftest import service_data_root
 from tests.processes import alive, children, wait_for_exit
+from wheel import eventloop
+from wheel.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+class Output:
+    """A child's output lines, read on a thread so waits can have deadlines."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self.lines: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream: IO[str]) -> None:
+        for line in stream:
+            self._queue.put(line)
+        self._queue.put(None)
+
+    def until(self, wanted: Callable[[str], bool], timeout_s: float, what: str) -> str:
+        """The first line (from here on) that is `wanted`; fails on end of output or time."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                line = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no {what} within {timeout_s} s:\n{self.text}") from None
+            if line is None:
+                raise AssertionError(f"output ended before {what}:\n{self.text}")
+            self.lines.append(line)
+            if wanted(line):
+                return line
+
+    def rest(self, timeout_s: float) -> str:
+        """Everything up to the end of the output."""
+        start = len(self.lines)
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                line = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(
+                    f"output did not end within {timeout_s} s:\n{self.text}"
+                ) from None
+            if line is None:
+                return "".join(self.lines[start:])
+            self.lines.append(line)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.lines)
 
 
 def _processes_using(path: Path) -> list[int]:
@@ -31,9 +91,34 @@ def _processes_using(path: Path) -> list[int]:
     return found
 
 
-def test_make_dev_starts_services_and_ctrl_c_leaves_no_process() -> None:
+def _line(pattern: str) -> Callable[[str], bool]:
+    compiled = re.compile(pattern)
+    return lambda line: compiled.search(line) is not None
+
+
+async def _tenant_of(dsn: str, token: str) -> str | None:
+    store = await Store.open(dsn, min_size=1, max_size=1)
+    try:
+        tenant = await store.tenants.authenticate(token)
+        if tenant is None:
+            return None
+        async with store.pool.connection() as conn:
+            cursor = await conn.execute("SELECT name FROM tenants WHERE id = %s", (tenant,))
+            row = await cursor.fetchone()
+        return None if row is None else str(row[0])
+    finally:
+        await store.close()
+
+
+def test_make_dev_runs_the_examples_and_ctrl_c_leaves_no_process() -> None:
     data_dir = service_data_root() / "dev"
-    env = {**os.environ, "WHEEL_DEV_DATA_DIR": str(data_dir)}
+    env = {
+        **os.environ,
+        "WHEEL_DEV_DATA_DIR": str(data_dir),
+        # Free ports: other test runs may share this machine.
+        "WHEEL_DEV_API_PORT": "0",
+        "WHEEL_DEV_METRICS_PORT": "0",
+    }
     # Its own process group, like a terminal's foreground job: Ctrl-C signals the group.
     with subprocess.Popen(
         ["make", "--no-print-directory", "dev"],
@@ -46,33 +131,51 @@ def test_make_dev_starts_services_and_ctrl_c_leaves_no_process() -> None:
     ) as make:
         try:
             assert make.stdout is not None
-            output = []
-            for line in make.stdout:
-                output.append(line)
-                if line.strip() == "wheel dev: ready":
-                    break
-            else:
-                raise AssertionError("make dev exited before ready:\n" + "".join(output))
+            output = Output(make.stdout)
+            output.until(lambda line: line.strip() == "wheel dev: ready", 90, "ready")
 
-            state = json.loads((data_dir / "dev.json").read_text())
-            with psycopg.connect(state["postgres"]["dsn"]) as conn:
+            path = data_dir / "dev.json"
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600, "it holds a token"
+            state = json.loads(path.read_text())
+            dsn = state["postgres"]["dsn"]
+            with psycopg.connect(dsn) as conn:
                 assert conn.execute("SELECT current_database()").fetchone() == ("wheel",)
-            inspect = f"--endpoints {state['etcd']['endpoint']} get --prefix /wheel/"
-            assert inspect in "".join(output)
-            main = [state["pid"], state["etcd"]["pid"], state["postgres"]["pid"]]
+            assert eventloop.run(_tenant_of(dsn, state["token"])) == "dev"
+            banner = output.text
+            assert f"--endpoints {state['etcd']['endpoint']} get --prefix /wheel/dev/" in banner
+            assert f"WHEEL_TOKEN={state['token']}" in banner
+            assert f"WHEEL_ENDPOINTS={','.join(state['endpoints'])}" in banner
+            assert [n["id"] for n in state["nodes"]] == ["dev-0", "dev-1", "dev-2"]
+            cluster = [n["pid"] for n in state["nodes"]] + [state["executor"]["pid"]]
+            main = [state["pid"], state["etcd"]["pid"], state["postgres"]["pid"], *cluster]
             assert all(alive(pid) for pid in main)
             # Postgres's background processes; some (autovacuum workers) come and go.
             watched = [*main, *children(state["postgres"]["pid"])]
 
+            output.until(_line(r"\bhello +succeeded +attempt=1/3 "), 30, "hello succeeded")
+            dead = output.until(_line(r"\balways-fails +dead +attempt=3/3 "), 30, "a dead one")
+            assert "error=RuntimeError: example failure on attempt 3" in dead
+            with psycopg.connect(dsn) as conn:
+                rows = conn.execute(
+                    "SELECT a.number, a.outcome::text FROM attempts a"
+                    " JOIN jobs j ON j.id = a.job_id WHERE j.name = 'always-fails'"
+                    " ORDER BY a.number"
+                ).fetchall()
+            assert rows == [(1, "failed"), (2, "failed"), (3, "failed")]
+
             os.killpg(make.pid, signal.SIGINT)
-            rest = make.stdout.read()
-            make.wait(timeout=60)
+            rest = output.rest(timeout_s=60)
+            make.wait(timeout=10)
         finally:
             if make.poll() is None:
                 os.killpg(make.pid, signal.SIGKILL)
 
+    # make, signalled too, waits for wheel dev and then dies of SIGINT itself, as it should.
+    assert make.returncode in (0, -signal.SIGINT), rest
     assert "wheel dev: SIGINT received, stopping" in rest
-    assert "wheel dev: stopped" in rest
+    for name in ["dev-executor", "dev-0", "dev-1", "dev-2"]:
+        assert f"wheel dev: {name} stopped, exit code 0" in rest, rest
+    assert rest.rstrip().endswith("wheel dev: stopped"), rest
     for pid in watched:
         assert wait_for_exit(pid, timeout_s=10), f"process {pid} outlived make dev"
     assert _processes_using(data_dir) == []
