@@ -71,12 +71,14 @@ def banner(cluster: DevCluster) -> str:
     quoted = ", ".join(f'"{e}"' for e in cluster.endpoints)
     lines += [
         "",
-        "the CLI:",
+        f"the CLI (reads {ENDPOINTS_ENV} and {TOKEN_ENV}; or give --endpoint and --token):",
         f"  export {ENDPOINTS_ENV}={endpoints}",
         f"  export {TOKEN_ENV}={cluster.token}",
         f"  {wheel} jobs list",
+        f"  {wheel} jobs create report --task example.hello --cron '*/5 * * * *' "
+        "--tz Europe/London",
         f"  {wheel} executions list",
-        f"  (or per command: --endpoint {cluster.endpoints[0]} --token {cluster.token})",
+        f"  {wheel} executions explain <execution id>",
         "",
         f"the SDK ({python}):",
         "  import wheel",

@@ -14,6 +14,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from wheel import eventloop
 from wheel.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
+WHEEL = str(Path(sys.executable).parent / "wheel")
 
 
 class Output:
@@ -143,14 +145,26 @@ def test_make_dev_runs_the_examples_and_ctrl_c_leaves_no_process() -> None:
             assert eventloop.run(_tenant_of(dsn, state["token"])) == "dev"
             banner = output.text
             assert f"--endpoints {state['etcd']['endpoint']} get --prefix /wheel/dev/" in banner
-            assert f"WHEEL_TOKEN={state['token']}" in banner
-            assert f"WHEEL_ENDPOINTS={','.join(state['endpoints'])}" in banner
+            exported = dict(re.findall(r"^  export (WHEEL_\w+)=(\S+)$", banner, re.MULTILINE))
+            assert exported == {
+                "WHEEL_ENDPOINTS": ",".join(state["endpoints"]),
+                "WHEEL_TOKEN": state["token"],
+            }
             assert [n["id"] for n in state["nodes"]] == ["dev-0", "dev-1", "dev-2"]
             cluster = [n["pid"] for n in state["nodes"]] + [state["executor"]["pid"]]
             main = [state["pid"], state["etcd"]["pid"], state["postgres"]["pid"], *cluster]
             assert all(alive(pid) for pid in main)
             # Postgres's background processes; some (autovacuum workers) come and go.
             watched = [*main, *children(state["postgres"]["pid"])]
+
+            # The CLI as the banner says to use it: the examples are the dev tenant's jobs.
+            listed = subprocess.run(
+                [WHEEL, "jobs", "list", "--output", "json"],
+                env={**os.environ, **exported}, capture_output=True, text=True, timeout=30,
+            )  # fmt: skip
+            assert listed.returncode == 0, listed.stderr
+            names = {job["name"] for job in json.loads(listed.stdout)["items"]}
+            assert names == {"hello", "tick", "always-fails", "london-every-minute"}
 
             output.until(_line(r"\bhello +succeeded +attempt=1/3 "), 30, "hello succeeded")
             dead = output.until(_line(r"\balways-fails +dead +attempt=3/3 "), 30, "a dead one")
