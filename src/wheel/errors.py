@@ -29,6 +29,14 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def excerpt(value: str, limit: int = 60) -> str:
+    """`value` quoted for an error message, cut to `limit` characters: errors echo input,
+    and a caller's megabyte must not come back as a megabyte (or overflow a gRPC trailer)."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}... ({len(value)} characters)"
+
+
 class WheelError(Exception):
     """Base of every error wheel raises on purpose."""
 

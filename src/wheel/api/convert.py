@@ -42,6 +42,8 @@ _FIELD_NAMES = {
 }
 
 _MAX_DURATION = timedelta(days=3660)
+_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+_LATEST = datetime(9000, 1, 1, tzinfo=UTC)
 
 _MISFIRE = {
     pb.MISFIRE_DEFAULT: mj.MisfirePolicy.FIRE_ONCE,
@@ -109,7 +111,7 @@ def instant(timestamp: Timestamp, field: str) -> datetime:
         value = timestamp.ToDatetime(tzinfo=UTC)
     except (ValueError, OverflowError, OSError):
         raise InvalidArgument(field, "is not an instant between years 1 and 9999") from None
-    if not datetime(1970, 1, 1, tzinfo=UTC) <= value < datetime(9000, 1, 1, tzinfo=UTC):
+    if not _EARLIEST <= value < _LATEST:
         raise InvalidArgument(field, "must be between 1970 and 9000")
     return value
 
@@ -144,9 +146,12 @@ def execution_key(text: str, field: str = "id") -> ExecutionKey:
     if not text:
         raise InvalidArgument(field, "is required")
     try:
-        return ExecutionKey.parse(text)
+        key = ExecutionKey.parse(text)
     except ValueError as exc:
         raise InvalidArgument(field, f"not an execution id: {exc}") from None
+    if not _EARLIEST <= key.scheduled_for < _LATEST:
+        raise InvalidArgument(field, "its instant must be between 1970 and 9000")
+    return key
 
 
 def _model(build: Callable[[], T], prefix: str = "") -> T:
@@ -161,6 +166,8 @@ def request_fields(prefix: str = "") -> Iterator[None]:
     try:
         yield
     except InvalidArgument as exc:
+        if prefix and exc.field.startswith(prefix):
+            raise  # named as sent already (a nested conversion did it)
         name = _FIELD_NAMES.get(exc.field, exc.field)
         raise InvalidArgument(f"{prefix}{name}", exc.reason) from None
 
@@ -174,18 +181,19 @@ def schedule_from(message: pb.Schedule, field: str = "schedule") -> mj.Schedule:
         raise InvalidArgument(field, "one of now, at or cron is required")
     if kind == "now":
         return mj.Schedule(mj.ScheduleKind.NOW)
+    prefix = field.removesuffix("schedule")
     if kind == "at":
         at = instant(message.at, f"{field}.at")
-        return _model(lambda: mj.Schedule(mj.ScheduleKind.AT, at=at))
+        return _model(lambda: mj.Schedule(mj.ScheduleKind.AT, at=at), prefix)
     cron = message.cron
-    prefix = f"{field}.cron"
-    starts = instant(cron.start, f"{prefix}.start") if cron.HasField("start") else None
-    ends = instant(cron.end, f"{prefix}.end") if cron.HasField("end") else None
-    smear = duration(cron.smear, f"{prefix}.smear")
-    gap = _pick(_GAP, cron.dst.gap, f"{prefix}.dst.gap")
-    fold = _pick(_FOLD, cron.dst.fold, f"{prefix}.dst.fold")
+    path = f"{field}.cron"
+    starts = instant(cron.start, f"{path}.start") if cron.HasField("start") else None
+    ends = instant(cron.end, f"{path}.end") if cron.HasField("end") else None
+    smear = duration(cron.smear, f"{path}.smear")
+    gap = _pick(_GAP, cron.dst.gap, f"{path}.dst.gap")
+    fold = _pick(_FOLD, cron.dst.fold, f"{path}.dst.fold")
     if not cron.expression.strip():
-        raise InvalidArgument(f"{prefix}.expression", "is required for a cron schedule")
+        raise InvalidArgument(f"{path}.expression", "is required for a cron schedule")
     return _model(
         lambda: mj.Schedule(
             mj.ScheduleKind.CRON,
@@ -196,7 +204,8 @@ def schedule_from(message: pb.Schedule, field: str = "schedule") -> mj.Schedule:
             smear=smear,
             dst_gap=gap,
             dst_fold=fold,
-        )
+        ),
+        prefix,
     )
 
 
@@ -229,6 +238,7 @@ def policies_from(message: pb.JobPolicies, field: str = "policies") -> mj.Polici
             priority=message.priority,
             pool=message.pool or defaults.pool,
         ),
+        field.removesuffix("policies"),
     )
 
 

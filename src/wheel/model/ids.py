@@ -16,12 +16,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import NewType
 
+from wheel.errors import excerpt
+
 TenantId = NewType("TenantId", uuid.UUID)
 JobId = NewType("JobId", uuid.UUID)
 PartitionId = NewType("PartitionId", int)
 ExecutionId = NewType("ExecutionId", str)
 
-_INSTANT = re.compile(r"\d{8}T\d{6}\.\d{6}Z")
+_INSTANT = re.compile(r"[0-9]{8}T[0-9]{6}\.[0-9]{6}Z")
 
 
 def new_job_id() -> JobId:
@@ -85,15 +87,15 @@ class ExecutionKey:
         try:
             job_id = JobId(uuid.UUID(job_part))
         except ValueError:
-            raise ValueError(f"job id {job_part!r} is not a UUID") from None
+            raise ValueError(f"job id {excerpt(job_part)} is not a UUID") from None
         if not _INSTANT.fullmatch(instant_part):
-            raise ValueError(f"instant {instant_part!r} is not YYYYMMDDTHHMMSS.ffffffZ")
+            raise ValueError(f"instant {excerpt(instant_part)} is not YYYYMMDDTHHMMSS.ffffffZ")
         p = instant_part
         try:
             instant = datetime(int(p[0:4]), int(p[4:6]), int(p[6:8]), int(p[9:11]),
                                int(p[11:13]), int(p[13:15]), int(p[16:22]), tzinfo=UTC)  # fmt: skip
         except ValueError:
-            raise ValueError(f"instant {instant_part!r} is not a real instant") from None
+            raise ValueError(f"instant {excerpt(instant_part)} is not a real instant") from None
         key = cls(job_id, instant)
         object.__setattr__(key, "_id", execution_id)
         return key

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -12,6 +13,19 @@ from wheel.model.ids import JobId, PartitionId, TenantId
 MAX_NAME_LENGTH = 200
 MAX_ATTEMPTS = 100
 MAX_PAYLOAD_BYTES = 1 << 20
+MAX_TASK_TYPE_LENGTH = 200
+MAX_POOL_LENGTH = 100
+MAX_CRON_LENGTH = 200
+MAX_ZONE_LENGTH = 64
+MAX_REPLAY_CAP = 100_000
+
+
+def _check_text(field: str, value: str, limit: int) -> None:
+    """Text stored and echoed: bounded, and free of control characters (Postgres refuses NUL)."""
+    if len(value) > limit:
+        raise InvalidArgument(field, f"longer than {limit} characters")
+    if any(unicodedata.category(c) == "Cc" for c in value):
+        raise InvalidArgument(field, "must not contain control characters")
 
 
 class ScheduleKind(enum.StrEnum):
@@ -78,6 +92,8 @@ class Schedule:
             raise InvalidArgument("schedule.at", "required for, and only for, an 'at' schedule")
         if (self.kind is ScheduleKind.CRON) != bool(self.cron):
             raise InvalidArgument("schedule.cron", "required for, and only for, a cron schedule")
+        _check_text("schedule.cron", self.cron or "", MAX_CRON_LENGTH)
+        _check_text("schedule.time_zone", self.time_zone, MAX_ZONE_LENGTH)
         for name in ("at", "starts_at", "ends_at"):
             instant = getattr(self, name)
             if instant is not None and instant.tzinfo is None:
@@ -116,12 +132,16 @@ class Policies:
             raise InvalidArgument("policies.backoff_cap", "must not be below backoff_base")
         if self.misfire_grace < timedelta(0):
             raise InvalidArgument("policies.misfire_grace", "must not be negative")
-        if self.misfire_replay_cap < 1:
-            raise InvalidArgument("policies.misfire_replay_cap", "must be at least 1")
+        if not 1 <= self.misfire_replay_cap <= MAX_REPLAY_CAP:
+            raise InvalidArgument(
+                "policies.misfire_replay_cap",
+                f"{self.misfire_replay_cap} is not in 1-{MAX_REPLAY_CAP}",
+            )
         if self.timeout <= timedelta(0):
             raise InvalidArgument("policies.timeout", "must be positive")
         if not self.pool.strip():
             raise InvalidArgument("policies.pool", "must not be empty")
+        _check_text("policies.pool", self.pool, MAX_POOL_LENGTH)
         if not -(2**31) <= self.priority < 2**31:
             raise InvalidArgument("policies.priority", "must fit in 32 bits")
 
@@ -139,10 +159,10 @@ class JobSpec:
     def __post_init__(self) -> None:
         if not self.name.strip():
             raise InvalidArgument("name", "must not be empty")
-        if len(self.name) > MAX_NAME_LENGTH:
-            raise InvalidArgument("name", f"longer than {MAX_NAME_LENGTH} characters")
+        _check_text("name", self.name, MAX_NAME_LENGTH)
         if not self.task_type.strip():
             raise InvalidArgument("task_type", "must not be empty")
+        _check_text("task_type", self.task_type, MAX_TASK_TYPE_LENGTH)
         if len(self.payload) > MAX_PAYLOAD_BYTES:
             raise InvalidArgument("payload", f"larger than {MAX_PAYLOAD_BYTES} bytes")
 

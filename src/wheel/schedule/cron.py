@@ -21,7 +21,7 @@ import re
 import uuid
 from dataclasses import dataclass
 
-from wheel.errors import InvalidArgument
+from wheel.errors import InvalidArgument, excerpt
 
 FIELD = "schedule.cron"
 
@@ -88,6 +88,10 @@ class CronExpr:
         return dom or dow
 
 
+_DIGITS = re.compile(r"[0-9]{1,9}")
+"""A number in an expression: ASCII digits (str.isdigit also takes '²' and '٢'), bounded."""
+
+
 def _fail(reason: str) -> InvalidArgument:
     return InvalidArgument(FIELD, reason)
 
@@ -101,8 +105,8 @@ def _number(text: str, spec: _Spec) -> int:
     lowered = text.lower()
     if lowered in spec.names:
         return spec.low + spec.names.index(lowered)
-    if not text.isdigit():
-        raise _fail(f"{spec.name} {text!r} is not a number" + (
+    if not _DIGITS.fullmatch(text):
+        raise _fail(f"{spec.name} {excerpt(text)} is not a number" + (
             f" or a name ({', '.join(spec.names[:3])}, ...)" if spec.names else ""))  # fmt: skip
     value = int(text)
     if not spec.low <= value <= spec.high:
@@ -111,8 +115,8 @@ def _number(text: str, spec: _Spec) -> int:
 
 
 def _step(text: str, spec: _Spec) -> int:
-    if not text.isdigit() or int(text) == 0:
-        raise _fail(f"{spec.name} step {text!r} is not a positive number")
+    if not _DIGITS.fullmatch(text) or int(text) == 0:
+        raise _fail(f"{spec.name} step {excerpt(text)} is not a positive number")
     return int(text)
 
 
@@ -166,7 +170,7 @@ def parse(expression: str, job_id: uuid.UUID) -> CronExpr:
     if text.lower() == "@reboot":
         raise _fail("@reboot has no meaning for a scheduler that is never rebooted")
     if text.startswith("@") and text.lower() not in ALIASES:
-        raise _fail(f"unknown alias {text!r} (known: {', '.join(ALIASES)})")
+        raise _fail(f"unknown alias {excerpt(text)} (known: {', '.join(ALIASES)})")
     if len(fields) not in (5, 6):
         raise _fail(
             f"expected 5 fields (minute hour day-of-month month day-of-week) "

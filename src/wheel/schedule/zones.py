@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from wheel.errors import InvalidArgument
+from wheel.errors import InvalidArgument, excerpt
 
 _SECOND = timedelta(seconds=1)
 
@@ -26,8 +26,8 @@ def zone(name: str, field: str = "schedule.time_zone") -> ZoneInfo:
         return ZoneInfo("UTC")
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise InvalidArgument(field, f"unknown time zone {name!r}") from None
+    except (ZoneInfoNotFoundError, ValueError, OSError):  # OSError: a name too long for a path
+        raise InvalidArgument(field, f"unknown time zone {excerpt(name)}") from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,7 @@ def decode(token: str) -> tuple[datetime, uuid.UUID] | None:
         instant_text, ident_text = json.loads(raw)
         instant = datetime.fromisoformat(instant_text)
         ident = uuid.UUID(ident_text)
-    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
+    except (binascii.Error, ValueError, TypeError, AttributeError, UnicodeDecodeError):
         raise InvalidArgument("page_token", "not a token this server issued") from None
     if instant.tzinfo is None:
         raise InvalidArgument("page_token", "not a token this server issued")
