@@ -101,11 +101,7 @@ async def ensure_tenant(store: Store) -> TenantId:
         return (await store.tenants.create(TENANT)).id
     except Conflict:
         pass
-    async with store.pool.connection() as conn:
-        cursor = await conn.execute("SELECT id FROM tenants WHERE name = %s", (TENANT,))
-        row = await cursor.fetchone()
-    assert row is not None, "the tenant exists: creating it conflicted"
-    return TenantId(row[0])
+    return (await store.tenants.by_name(TENANT)).id
 
 
 async def ensure_token(store: Store, tenant: TenantId, previous: str | None) -> tuple[str, bool]:
@@ -120,9 +116,13 @@ async def seed_examples(
     store: Store, tenant: TenantId, *, partitions: int, now: datetime
 ) -> list[JobSpec]:
     """Register the examples the tenant has no job named after; return those registered."""
-    async with store.pool.connection() as conn:
-        cursor = await conn.execute("SELECT name FROM jobs WHERE tenant_id = %s", (tenant,))
-        names = [row[0] for row in await cursor.fetchall()]
+    names: list[str] = []
+    token = ""
+    while True:  # a dev tenant has a handful of jobs: a page or two
+        jobs, token = await store.jobs.list(tenant, page_size=1000, page_token=token)
+        names.extend(job.spec.name for job in jobs)
+        if not token:
+            break
     specs = missing(example_jobs(now), names)
     if specs:
         await register_jobs(store, tenant, specs, partitions=partitions, clock=lambda: now)

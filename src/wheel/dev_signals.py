@@ -8,7 +8,7 @@ from types import FrameType
 
 import click
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+from wheel.signals import SIGNALS
 
 
 class StopSignals:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -53,7 +52,7 @@ from wheel.dev_processes import (
     stop_all,
     wheel_command,
 )
-from wheel.dev_signals import SIGNALS, StopSignals
+from wheel.dev_signals import StopSignals
 from wheel.dev_view import LiveView
 from wheel.errors import ConfigError, LocalServiceError
 from wheel.local import LocalServices
@@ -159,24 +158,6 @@ def write_state(path: Path, state: dict[str, Any]) -> None:
         os.fchmod(file.fileno(), 0o600)  # O_CREAT's mode applies only to a new file
         file.write(json.dumps(state, indent=2) + "\n")
     os.replace(scratch, path)
-
-
-async def wait_for_stop_signal() -> signal.Signals:
-    """Return the first SIGINT or SIGTERM received."""
-    loop = asyncio.get_running_loop()
-    received: asyncio.Future[signal.Signals] = loop.create_future()
-
-    def on_signal(sig: signal.Signals) -> None:
-        if not received.done():
-            received.set_result(sig)
-
-    for sig in SIGNALS:
-        loop.add_signal_handler(sig, on_signal, sig)
-    try:
-        return await received
-    finally:
-        for sig in SIGNALS:
-            loop.remove_signal_handler(sig)
 
 
 @dataclass

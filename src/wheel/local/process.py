@@ -94,6 +94,9 @@ def run(argv: Sequence[str], *, user: ServiceUser | None, log_path: Path) -> int
             user=user.uid if user else None,
             group=user.gid if user else None,
             extra_groups=[] if user else None,
+            # Its own session, like `spawn`: a terminal's Ctrl-C goes to wheel, which
+            # decides, and does not kill initdb halfway through a data directory.
+            start_new_session=True,
             check=False,
         ).returncode
 

@@ -46,8 +46,8 @@ def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @config_options
 def scheduler(**options: Any) -> None:
     """Run a scheduler node until SIGTERM or Ctrl-C (then hand its partitions over)."""
-    from wheel.devcluster import wait_for_stop_signal
     from wheel.scheduler.node import SchedulerNode
+    from wheel.signals import wait_for_stop_signal
 
     options["node_id"] = options["node_id"] or f"{socket.gethostname()}-{os.getpid()}"
     config = SchedulerConfig(**options)

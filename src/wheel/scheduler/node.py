@@ -116,6 +116,9 @@ class SchedulerNode:
                 ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
                 ("grpc.http2.max_ping_strikes", 0),  # and never close a stream over pings
                 ("grpc.keepalive_permit_without_calls", 1),
+                # gRPC sets SO_REUSEPORT by default: a second node on the same --listen
+                # would bind silently and share the port. Off, it fails to start instead.
+                ("grpc.so_reuseport", 0),
             ]
         )
         pb_grpc.add_ExecutorStreamServicer_to_server(

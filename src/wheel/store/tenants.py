@@ -46,6 +46,14 @@ class Tenants:
         assert row is not None
         return Tenant(TenantId(row[0]), row[1], row[2], row[3])
 
+    async def by_name(self, name: str) -> Tenant:
+        """The tenant named `name`, or NotFound."""
+        async with translated(), self._pool.connection() as conn:
+            row = await (await conn.execute(sql("tenant_by_name"), {"name": name})).fetchone()
+        if row is None:
+            raise NotFound("tenant", name)
+        return Tenant(TenantId(row[0]), row[1], row[2], row[3])
+
     async def create_token(self, tenant_id: TenantId, name: str) -> tuple[TokenInfo, str]:
         """A new token for the tenant: its record and the secret (shown once, stored hashed)."""
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)

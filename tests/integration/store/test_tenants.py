@@ -35,3 +35,10 @@ async def test_tenant_names_are_unique_and_tokens_need_a_tenant(store: Store) ->
         await store.tenants.create_token(TenantId(uuid.uuid4()), "orphan")
     with pytest.raises(NotFound):
         await store.tenants.revoke_token(uuid.uuid4())
+
+
+async def test_a_tenant_is_found_by_name(store: Store) -> None:
+    created = await store.tenants.create("globex")
+    assert await store.tenants.by_name("globex") == created
+    with pytest.raises(NotFound):
+        await store.tenants.by_name("initech")
