@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 import click
 from rich.console import Console
 
-from wheel import cli_options, configfile
+from wheel import configfile
 from wheel.errors import FieldError, WheelError
 from wheel.model.jobs import (
     DstFold,
@@ -134,13 +134,36 @@ class Session:
             return work(client)
 
     def show(self, value: object, human: Callable[[Console], None]) -> None:
-        """`value` as JSON with --output json, else as `human` prints it."""
+        """`value` as JSON (--output json), its ids (--output id), or as `human` shows it."""
         if self.output == "json":
             from wheel.client.plain import to_plain
 
             click.echo(json.dumps(to_plain(value), indent=2))
+        elif self.output == "id":
+            for ident in ids_of(value):
+                click.echo(ident)
         else:
             human(Console(highlight=False))
+
+
+def ids_of(value: object) -> list[str]:
+    """The ids `--output id` prints, one per line, for scripts: `$(wheel ... --output id)`."""
+    from wheel.client.types import Backfill, CreatedJob, Explanation, NextRun, Page
+
+    if isinstance(value, Page):
+        return [i for item in value.items for i in ids_of(item)]
+    if isinstance(value, CreatedJob):
+        return [str(value.job.id)]
+    if isinstance(value, Backfill):
+        return [*value.created_ids, *value.existing_ids]
+    if isinstance(value, Explanation):
+        return [value.execution_id] if value.execution_id else []
+    if isinstance(value, NextRun):
+        return [value.instant.isoformat()]
+    if isinstance(value, list | tuple):
+        return [i for item in value for i in ids_of(item)]
+    ident = getattr(value, "id", None)
+    return [str(ident)] if ident is not None else []
 
 
 _CONNECTION = (
@@ -165,7 +188,13 @@ _CONNECTION = (
         envvar="WHEEL_TLS_CA",
         help="PEM CA bundle to verify nodes with; implies --tls (env WHEEL_TLS_CA).",
     ),
-    cli_options.output,
+    click.option(
+        "--output",
+        type=click.Choice(["table", "json", "id"]),
+        default="table",
+        show_default=True,
+        help="table for people, json for programs, id: only the ids, one per line.",
+    ),
     configfile.option(),
 )
 

@@ -192,6 +192,14 @@ def test_get_list_and_page(address: str, api: FakeApi) -> None:
     assert rest["next_page_token"] == ""
 
 
+def test_output_id_prints_only_ids_for_scripts(address: str, api: FakeApi) -> None:
+    seeded = [seed_job(api, f"job {n}") for n in range(3)]
+    listed = ok(run(jobs, address, "list", "--output", "id"))
+    assert listed.split() == [job.id for job in seeded]
+    created = ok(run(jobs, address, "create", "once", "--task", "t", "--now", "--output", "id"))
+    assert created.strip() == api.called("CreateJob")[0].request.job_id
+
+
 def test_pause_resume_delete(address: str, api: FakeApi) -> None:
     ident = seed_job(api).id
     assert "job paused" in ok(run(jobs, address, "pause", ident))
