@@ -16,6 +16,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Column, Table
 
+from wheel.errors import first_line
 from wheel.model.jobs import DstFold, DstGap, Policies, Schedule, ScheduleKind
 
 if TYPE_CHECKING:
@@ -191,7 +192,7 @@ def execution(console: Console, title: str, item: types.Execution) -> None:
             when(attempt.started_at),
             when(attempt.finished_at),
             attempt.outcome,
-            attempt.error or "",
+            first_line(attempt.error),
         )
     console.print(table)
 
@@ -211,7 +212,7 @@ def executions(console: Console, page: types.Page[types.Execution]) -> None:
             item.status,
             str(item.attempt),
             when(item.fire_at),
-            item.error or item.reason or "",
+            first_line(item.error) or item.reason or "",
         )
     console.print(table)
     _more(console, page.next_page_token)

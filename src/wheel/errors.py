@@ -37,6 +37,11 @@ def excerpt(value: str, limit: int = 60) -> str:
     return f"{value[:limit]!r}... ({len(value)} characters)"
 
 
+def first_line(error: str | None) -> str:
+    """A recorded error's first line, for people; the whole text (a traceback) stays stored."""
+    return (error or "").strip().split("\n", 1)[0]
+
+
 class WheelError(Exception):
     """Base of every error wheel raises on purpose."""
 

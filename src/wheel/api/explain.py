@@ -18,7 +18,7 @@ from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel.api import convert
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout, decode
-from wheel.errors import NotFound
+from wheel.errors import NotFound, first_line
 from wheel.model.executions import Execution, ExecutionStatus, Trigger
 from wheel.model.ids import ExecutionKey, TenantId
 from wheel.model.jobs import Job, JobStatus, ScheduleKind
@@ -87,7 +87,7 @@ class Explainer:
             where = f"on executor {attempt.executor_id}" if attempt.executor_id else "unassigned"
             detail = f"fence {attempt.fence}, {where}: {attempt.outcome.value}"
             if attempt.error:
-                detail += f" ({attempt.error})"
+                detail += f" ({first_line(attempt.error)})"
             _step(
                 result,
                 attempt.started_at or attempt.finished_at,
@@ -145,7 +145,8 @@ class Explainer:
         if status is ExecutionStatus.DEAD:
             return V.DEAD, (
                 f"failed all {execution.attempt} attempts "
-                f"(last error: {execution.error or 'none'}); retry it with `wheel executions retry`"
+                f"(last error: {first_line(execution.error) or 'none'}); "
+                "retry it with `wheel executions retry`"
             )
         if status is ExecutionStatus.NEEDS_REVIEW:
             return V.NEEDS_REVIEW, (
@@ -175,7 +176,7 @@ class Explainer:
         if execution.fire_at > now:
             if execution.attempt > 0:
                 return V.WAITING, (
-                    f"attempt {execution.attempt} failed ({execution.error or 'no error'}); "
+                    f"attempt {execution.attempt} failed ({first_line(execution.error)}); "
                     f"retry {execution.attempt + 1} fires at {_when(execution.fire_at)}"
                 )
             return V.WAITING, f"fires at {_when(execution.fire_at)}"
