@@ -114,8 +114,9 @@ class Engine:
         self._tenant_reserved: Counter[TenantId] = Counter()
         self.parked: defaultdict[str, list[Ready]] = defaultdict(list)
         """By task type: occurrences held back while its circuit breaker is open."""
-        self.blocked: dict[JobId, Ready] = {}
-        """One queued occurrence per job whose previous run is still going (overlap 'queue')."""
+        self.blocked: dict[JobId, list[Ready]] = {}
+        """Occurrences waiting for a job's running one to finish: one under overlap 'queue',
+        every one for manual and backfilled runs ('wait'), in the order they were blocked."""
         self.breakers = Breakers(
             threshold=config.breaker_failures,
             cooldown_s=config.breaker_cooldown_s,
@@ -178,8 +179,8 @@ class Engine:
                 self.parked[task_type] = kept
             else:
                 del self.parked[task_type]
-        for job_id, item in list(self.blocked.items()):
-            if item.partition == partition:
+        for job_id, items in list(self.blocked.items()):
+            if items[0].partition == partition:  # a job's runs share its partition
                 del self.blocked[job_id]
 
     # -- loading ---------------------------------------------------------------------------
@@ -342,7 +343,7 @@ class Engine:
             "reserved": dict(self._reserved),
             "claims_running": self._claims_running,
             "parked": sum(len(items) for items in self.parked.values()),
-            "blocked": len(self.blocked),
+            "blocked": sum(len(items) for items in self.blocked.values()),
         }
 
     async def _claim(self, pool: str, batch: list[Ready]) -> None:
@@ -410,17 +411,30 @@ class Engine:
                 log.warning("engine.skip_failed", extra={"error": str(exc)})
 
     def _queue_behind(self, item: Ready) -> bool:
-        """Overlap 'queue': keep one occurrence per job waiting; False for one to skip."""
-        waiting = self.blocked.get(item.key.job_id)
-        if waiting is None or waiting.key == item.key:
-            self.blocked[item.key.job_id] = item
+        """Wait behind the job's running occurrence; False for one the policy skips.
+
+        Overlap 'queue' keeps one waiting and skips the rest; a manual or
+        backfilled run ('wait') always waits.
+        """
+        waiting = self.blocked.setdefault(item.key.job_id, [])
+        if any(w.key == item.key for w in waiting):
+            return True
+        if item.overlap == "wait" or not waiting:
+            waiting.append(item)
             return True
         self._forget(item.key)
         return False
 
     def release_blocked(self, job_id: JobId) -> None:
-        item = self.blocked.pop(job_id, None)
-        if item is not None and item.key in self.known:
+        """The job's running occurrence finished: the first waiting one may go."""
+        waiting = self.blocked.get(job_id)
+        if not waiting:
+            self.blocked.pop(job_id, None)
+            return
+        item = waiting.pop(0)
+        if not waiting:
+            del self.blocked[job_id]
+        if item.key in self.known:
             self.ready.push(item)
             self._wake.set()
 

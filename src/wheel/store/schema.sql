@@ -272,7 +272,10 @@ CREATE FUNCTION wheel_load_due(
 SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
 AS $$
     SELECT e.job_id, e.scheduled_for, e.partition, e.fire_at, e.priority, e.job_version,
-           e.tenant_id, j.pool, j.task_type, j.overlap
+           e.tenant_id, j.pool, j.task_type,
+           -- A manual or backfilled run is never skipped by the overlap policy: it waits.
+           CASE WHEN e.trigger <> 'schedule' AND j.overlap <> 'allow' THEN 'wait'
+                ELSE j.overlap END
     FROM executions e
     CROSS JOIN LATERAL (
         SELECT j.pool, j.task_type, j.overlap
@@ -303,7 +306,8 @@ $$;
 -- the caller acts on:
 --   'skipped'  another run of the job is still leased and its overlap policy
 --              is 'skip': the occurrence is recorded skipped, with the reason;
---   'blocked'  the same under policy 'queue': left pending for later;
+--   'blocked'  the same under policy 'queue', or for a manual or backfilled
+--              run under any policy but 'allow': left pending for later;
 --   'early'    its fire_at is later than now + p_ahead_s (an edit or a retry
 --              moved it): left pending, fire_at says when.
 -- Keys not returned at all are not pending, held by another claim, of a
@@ -335,7 +339,8 @@ AS $$
                    WHEN j.overlap <> 'allow' AND EXISTS (
                        SELECT 1 FROM executions o
                        WHERE o.job_id = e.job_id AND o.status IN ('dispatched', 'running'))
-                       THEN CASE WHEN j.overlap = 'skip' THEN 'skipped' ELSE 'blocked' END
+                       THEN CASE WHEN j.overlap = 'skip' AND e.trigger = 'schedule'
+                                 THEN 'skipped' ELSE 'blocked' END
                    ELSE 'claimed'
                END AS state
         FROM unnest(p_job_ids, p_scheduled_fors) AS w (job_id, scheduled_for)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -10,8 +11,10 @@ import pytest
 from google.protobuf.duration_pb2 import Duration
 
 from tests.integration.api.conftest import Api
+from tests.integration.scheduler.scripted_executor import connected
 from wheel._proto.wheel.v1 import api_pb2 as apb
 from wheel._proto.wheel.v1 import common_pb2 as pb
+from wheel._proto.wheel.v1 import executor_pb2 as epb
 from wheel.model.ids import ExecutionKey, JobId
 from wheel.timestamps import to_datetime, to_timestamp
 
@@ -224,3 +227,37 @@ async def test_invalid_definitions_name_the_field(api: Api) -> None:
         assert (error.details() or "").startswith(f"{field}: ")
     listed = await a.jobs.ListJobs(apb.ListJobsRequest(), metadata=a.metadata)
     assert list(listed.jobs) == []
+
+
+async def test_backfilled_and_triggered_runs_wait_for_each_other_instead_of_being_skipped(
+    api: Api,
+) -> None:
+    a = api.alice
+    running: list[str] = []
+    overlapped: list[str] = []
+
+    async def one_at_a_time(dispatch: epb.Dispatch) -> tuple[int, str]:
+        if running:
+            overlapped.append(dispatch.execution_id)
+        running.append(dispatch.execution_id)
+        await asyncio.sleep(0.2)  # long enough that the next run is due meanwhile
+        running.remove(dispatch.execution_id)
+        return epb.Result.OUTCOME_SUCCEEDED, ""
+
+    executor = await connected(api.node, behaviour=one_at_a_time)
+    job = (await a.jobs.CreateJob(create(schedule=cron("0 * * * *")), metadata=a.metadata)).job
+    start = datetime.now(UTC).replace(minute=0, second=0, microsecond=0) - timedelta(hours=4)
+    request = apb.BackfillJobRequest(
+        id=job.id, start=to_timestamp(start), end=to_timestamp(start + timedelta(hours=4))
+    )
+    made = await a.jobs.BackfillJob(request, metadata=a.metadata)
+    manual = await a.jobs.TriggerJob(apb.TriggerJobRequest(id=job.id), metadata=a.metadata)
+    wanted = {*made.created_ids, manual.id}
+    await executor.wait_for(lambda: {run for run, _ in executor.accepted} >= wanted)
+    listed = await a.executions.ListExecutions(
+        apb.ListExecutionsRequest(job_id=job.id), metadata=a.metadata
+    )
+    statuses = {e.id: e.status for e in listed.executions if e.id in wanted}
+    assert statuses == dict.fromkeys(wanted, pb.EXECUTION_STATUS_SUCCEEDED), "none skipped"
+    assert overlapped == [], "one at a time: the job's overlap policy is skip"
+    await executor.stop()
