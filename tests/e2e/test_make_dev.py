@@ -1,4 +1,5 @@
-"""`make dev` brings up the whole local cluster, runs its examples, and Ctrl-C takes it all down.
+"""`make dev` brings up the whole local cluster, runs its examples and the README's tour,
+and Ctrl-C takes it all down.
 
 Its output is read as it comes (stdout is a pipe, so the live view prints a
 line per change of state); every wait is for a line, bounded by a deadline.
@@ -24,6 +25,7 @@ from typing import IO
 import psycopg
 
 from tests.conftest import service_data_root
+from tests.e2e.readme import run_tour
 from tests.processes import alive, children, wait_for_exit
 from wheel import eventloop
 from wheel.store import Store
@@ -176,6 +178,13 @@ def test_make_dev_runs_the_examples_and_ctrl_c_leaves_no_process() -> None:
                     " ORDER BY a.number"
                 ).fetchall()
             assert rows == [(1, "failed"), (2, "failed"), (3, "failed")]
+
+            # The README's tour, as written there, against this cluster.
+            cli, sdk = run_tour(exported)
+            assert "DEAD: failed all 3 attempts" in cli
+            assert "01:30 does not exist on 2027-03-28 in Europe/London" in cli
+            assert "3 created, 0 existed" in cli
+            assert "smeared by" in sdk
 
             os.killpg(make.pid, signal.SIGINT)
             rest = output.rest(timeout_s=60)
