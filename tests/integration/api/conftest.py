@@ -6,8 +6,10 @@ server's behaviour on the wire.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 import pytest
@@ -68,9 +70,10 @@ def _stubs(
     )
 
 
-@pytest.fixture
-async def api(store: Store, start_node: NodeFactory) -> AsyncIterator[Api]:
-    node = await start_node()
+@contextlib.asynccontextmanager
+async def serving(store: Store, start_node: NodeFactory, **overrides: Any) -> AsyncIterator[Api]:
+    """A node (with these SchedulerConfig overrides) serving the API, and its two callers."""
+    node = await start_node(**overrides)
     await node.ready.wait()
     async with grpc.aio.insecure_channel(node.address) as channel:
         yield Api(
@@ -80,3 +83,9 @@ async def api(store: Store, start_node: NodeFactory) -> AsyncIterator[Api]:
             await caller(store, channel, "alice"),
             await caller(store, channel, "bob"),
         )
+
+
+@pytest.fixture
+async def api(store: Store, start_node: NodeFactory) -> AsyncIterator[Api]:
+    async with serving(store, start_node) as served:
+        yield served

@@ -26,7 +26,7 @@ from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from tests.integration.api.conftest import Api, Caller, Metadata, caller
+from tests.integration.api.conftest import Api, Caller, Metadata, serving
 from tests.integration.conftest import NodeFactory
 from wheel._proto.wheel.v1 import api_pb2 as apb
 from wheel._proto.wheel.v1 import common_pb2 as pb
@@ -375,16 +375,8 @@ async def test_every_rpc_refuses_a_call_without_a_live_token(api: Api) -> None:
 @pytest.fixture
 async def uncached(store: Store, start_node: NodeFactory) -> AsyncIterator[Api]:
     """Like `api`, on a node that looks every token up on every call (revocation is immediate)."""
-    node = await start_node(token_cache_s=0.0)
-    await node.ready.wait()
-    async with grpc.aio.insecure_channel(node.address) as channel:
-        yield Api(
-            node,
-            store,
-            channel,
-            await caller(store, channel, "alice"),
-            await caller(store, channel, "bob"),
-        )
+    async with serving(store, start_node, token_cache_s=0.0) as served:
+        yield served
 
 
 async def test_a_revoked_token_stops_working_for_every_rpc(uncached: Api) -> None:
