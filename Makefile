@@ -8,7 +8,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check --quiet
 
-.PHONY: dev test lint typecheck pytest protos bench bench-cluster clean
+.PHONY: dev test lint typecheck pytest protos bench bench-cluster bench-api clean
 
 $(VENV)/.python-ok:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
@@ -51,6 +51,10 @@ bench: $(VENV)/.installed-test
 # (~10 min; figures in docs/benchmarks.md). ARGS="--rates 1000 --seconds 20 --spike 5000".
 bench-cluster: $(VENV)/.installed-test
 	PYTHONPATH=. $(PY) benchmarks/cluster_bench.py $(ARGS)
+
+# The public API against the same work in-process (~2 min). ARGS="--calls 2000 --concurrency 16".
+bench-api: $(VENV)/.installed-test
+	PYTHONPATH=. $(PY) benchmarks/api_bench.py $(ARGS)
 
 protos: $(VENV)/.installed-test
 	$(PY) scripts/gen_protos.py
