@@ -143,7 +143,8 @@ class Session:
             for ident in ids_of(value):
                 click.echo(ident)
         else:
-            human(Console(highlight=False))
+            # markup off: names, errors and payloads are data, never rich markup.
+            human(Console(highlight=False, markup=False))
 
 
 def ids_of(value: object) -> list[str]:
@@ -275,7 +276,7 @@ SCHEDULE = (
     click.option("--tz", help="IANA zone the cron expression is read in (default UTC)."),
     click.option("--smear", type=DURATION, help="Spread runs by a stable offset in this window."),
     click.option("--start", type=INSTANT, help="No cron runs before this instant."),
-    click.option("--end", type=INSTANT, help="No cron runs at or after this instant."),
+    click.option("--end", type=INSTANT, help="No cron runs after this instant (inclusive)."),
     click.option("--dst-gap", type=choice(DstGap), help="Wall times a spring-forward skips."),
     click.option("--dst-fold", type=choice(DstFold), help="Wall times a fall-back repeats."),
 )

@@ -124,7 +124,9 @@ def duration(value: Duration, field: str) -> timedelta:
         raise InvalidArgument(field, "nanos must be in 0-999999999")
     if value.seconds > _MAX_DURATION.total_seconds():
         raise InvalidArgument(field, f"longer than {_MAX_DURATION.days} days")
-    return timedelta(seconds=value.seconds, microseconds=value.nanos // 1000)
+    # The store keeps milliseconds: a finer duration is cut to them here, so what is
+    # validated is what is stored (and a repeated create compares equal).
+    return timedelta(seconds=value.seconds, milliseconds=value.nanos // 1_000_000)
 
 
 def to_duration(delta: timedelta) -> Duration:

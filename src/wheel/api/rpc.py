@@ -89,6 +89,8 @@ def _handler(
         except WheelError as exc:
             status = to_status(exc)
             if status is not None:
+                if status.code is grpc.StatusCode.UNAVAILABLE:
+                    log.warning("api.unavailable", extra={"method": method, "error": str(exc)})
                 return status
             return _internal(method, exc)
         except Exception as exc:

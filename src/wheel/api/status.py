@@ -56,6 +56,12 @@ def to_status(error: WheelError) -> Status | None:
             str(error),
             ((KIND, kind), (FIELD, error.field)),
         )
+    if isinstance(error, StoreUnavailable | CoordinatorUnavailable):
+        # The driver's text names hosts and settings: callers get a plain sentence
+        # (the server logs the detail).
+        what = "the database" if isinstance(error, StoreUnavailable) else "etcd"
+        message = f"{what} is unavailable now; calls that are safe to repeat may be retried"
+        return Status(grpc.StatusCode.UNAVAILABLE, message, ((KIND, kind),))
     code = _CODES.get(type(error))
     if code is None:
         for base, base_code in _CODES.items():

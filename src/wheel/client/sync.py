@@ -29,6 +29,15 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
+async def _cancel_pending() -> None:
+    """Cancel every other task on this loop and wait for them: their callers get an error."""
+    current = asyncio.current_task()
+    pending = [task for task in asyncio.all_tasks() if task is not current]
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+
+
 class _LoopThread:
     """An event loop running forever in a daemon thread, until `stop`."""
 
@@ -61,6 +70,7 @@ class _LoopThread:
         if threading.current_thread() is self._thread:
             self.loop.stop()
             return
+        self.run(_cancel_pending())  # calls still waiting (e.g. in a retry's backoff) end now
         self.run(self.loop.shutdown_asyncgens())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join()

@@ -17,6 +17,8 @@ from wheel.errors import InvalidArgument
 
 MAX_PAGE_SIZE = 1000
 DEFAULT_PAGE_SIZE = 100
+_MAX_TOKEN = 200
+"""Issued tokens are ~90 characters; anything longer is not one (and is not parsed)."""
 
 
 def page_size(requested: int) -> int:
@@ -37,12 +39,21 @@ def decode(token: str) -> tuple[datetime, uuid.UUID] | None:
     """The key a token names; None for the empty token (the first page)."""
     if not token:
         return None
+    if len(token) > _MAX_TOKEN:
+        raise InvalidArgument("page_token", "not a token this server issued")
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         instant_text, ident_text = json.loads(raw)
         instant = datetime.fromisoformat(instant_text)
         ident = uuid.UUID(ident_text)
-    except (binascii.Error, ValueError, TypeError, AttributeError, UnicodeDecodeError):
+    except (
+        binascii.Error,
+        ValueError,
+        TypeError,
+        AttributeError,
+        UnicodeDecodeError,
+        RecursionError,
+    ):
         raise InvalidArgument("page_token", "not a token this server issued") from None
     if instant.tzinfo is None:
         raise InvalidArgument("page_token", "not a token this server issued")

@@ -18,9 +18,8 @@ from wheel.model import jobs as mj
 instants = st.datetimes(
     min_value=datetime(1971, 1, 1), max_value=datetime(8999, 1, 1), timezones=st.just(UTC)
 )
-durations = st.timedeltas(min_value=timedelta(0), max_value=timedelta(days=365)).map(
-    lambda d: timedelta(microseconds=d // timedelta(microseconds=1))
-)
+# Whole milliseconds: what the API keeps (finer durations are cut to them).
+durations = st.integers(0, 365 * 86_400_000).map(lambda ms: timedelta(milliseconds=ms))
 
 
 @st.composite
@@ -72,6 +71,14 @@ def test_a_definition_round_trips(
         convert.schedule_to(spec.schedule), convert.policies_to(spec.policies),
     )  # fmt: skip
     assert back == spec
+
+
+def test_durations_are_cut_to_whole_milliseconds() -> None:
+    assert convert.duration(Duration(seconds=1, nanos=1_500_999), "d") == timedelta(
+        seconds=1, milliseconds=1
+    )
+    with pytest.raises(InvalidArgument, match="must be positive"):
+        convert.policies_from(pb.JobPolicies(timeout=Duration(nanos=500_000)))
 
 
 def test_unset_policies_take_the_design_defaults() -> None:

@@ -55,6 +55,13 @@ def test_each_error_maps_to_its_code_and_back(
         assert str(again) == str(error)
 
 
+def test_an_unavailable_store_is_a_plain_sentence_without_the_driver_detail() -> None:
+    status = to_status(StoreUnavailable("cannot reach Postgres: host db.internal:5432 refused"))
+    assert status is not None
+    assert status.code is grpc.StatusCode.UNAVAILABLE
+    assert "db.internal" not in status.message
+
+
 def test_a_server_fault_has_no_status_of_its_own() -> None:
     assert to_status(StoreError("Postgres error (XX000): boom")) is None
 

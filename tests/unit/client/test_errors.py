@@ -46,7 +46,7 @@ async def client(address: str) -> AsyncIterator[AsyncClient]:
         (Conflict("the tenant is over its cap"), Conflict, "the tenant is over its cap"),
         (Unauthenticated("unknown token"), Unauthenticated, "unknown token"),
         (PermissionDenied("read-only token"), PermissionDenied, "read-only token"),
-        (StoreUnavailable("postgres is away"), Unavailable, "postgres is away"),
+        (StoreUnavailable("postgres is away"), Unavailable, "the database is unavailable now"),
     ],
 )
 async def test_each_error_kind_maps_back(

@@ -88,6 +88,32 @@ def test_close_stops_the_thread_and_refuses_more_calls(address: str) -> None:
         client.nodes()
 
 
+def test_close_ends_a_call_still_waiting_in_another_thread() -> None:
+    client = Client("127.0.0.1:1", token=TOKEN, retries=50)  # nothing listens: it backs off
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            client.list_jobs()
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    loop = client._loop.loop  # the call is on the client's loop: wait until it is
+    while not asyncio.run_coroutine_threadsafe(_tasks_running(), loop).result():
+        worker.join(timeout=0.01)
+    client.close()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "close() must not leave a caller blocked"
+    assert len(outcome) == 1
+    assert not isinstance(outcome[0], RuntimeError), "it was running, not refused"
+
+
+async def _tasks_running() -> bool:
+    return len(asyncio.all_tasks()) > 1  # besides this one
+
+
 def test_every_async_method_has_its_blocking_twin() -> None:
     public = {
         name
