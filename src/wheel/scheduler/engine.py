@@ -194,6 +194,7 @@ class Engine:
         claim_at = self.claim_at
         now_ms = int(time.time() * 1000)
         entries: list[tuple[ExecutionKey, int]] = []
+        heads: set[JobId] = set()
         for occurrence in due:
             key = occurrence.key
             if occurrence.partition not in self.owned or key in self.known:
@@ -207,6 +208,15 @@ class Engine:
             )  # fmt: skip
             self.known[key] = ready
             self._by_partition[occurrence.partition].add(key)
+            if occurrence.overlap == "wait":
+                # Runs that wait for each other (a backfill, manual runs): one goes
+                # to the wheel, the others straight behind it, so the ready queues
+                # never hold thousands of one job's runs that only one can take.
+                waiting = self.blocked.get(key.job_id)
+                if waiting is not None or key.job_id in heads:
+                    self.blocked.setdefault(key.job_id, []).append(ready)
+                    continue
+                heads.add(key.job_id)
             deadline = claim_at(fire_at_ms)
             if spread_per_s and deadline < now_ms:
                 # One release schedule for every catch-up, however many pages or partitions.
@@ -601,7 +611,10 @@ class Engine:
         if outcome is not Outcome.NOT_STARTED:
             succeeded = outcome is Outcome.SUCCEEDED
             self.breakers.record(item.task_type, succeeded, time.monotonic())
-        self.release_blocked(recorded.key.job_id)
+        if recorded.status is not ExecutionStatus.PENDING:
+            # A run going back to pending (a retry) keeps its place: the runs waiting
+            # behind it go after it, or its retry would be skipped as overlapping.
+            self.release_blocked(recorded.key.job_id)
         if recorded.status is ExecutionStatus.PENDING and item.partition in self.owned:
             item.fire_at_ms = _ms(recorded.fire_at)
             if outcome is Outcome.NOT_STARTED:

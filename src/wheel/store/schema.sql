@@ -273,9 +273,10 @@ SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
 AS $$
     SELECT e.job_id, e.scheduled_for, e.partition, e.fire_at, e.priority, e.job_version,
            e.tenant_id, j.pool, j.task_type,
-           -- A manual or backfilled run is never skipped by the overlap policy: it waits.
-           CASE WHEN e.trigger <> 'schedule' AND j.overlap <> 'allow' THEN 'wait'
-                ELSE j.overlap END
+           -- A manual or backfilled run, or a retry, is never skipped by the overlap
+           -- policy: it waits.
+           CASE WHEN (e.trigger <> 'schedule' OR e.attempt > 0) AND j.overlap <> 'allow'
+                THEN 'wait' ELSE j.overlap END
     FROM executions e
     CROSS JOIN LATERAL (
         SELECT j.pool, j.task_type, j.overlap
@@ -307,7 +308,7 @@ $$;
 --   'skipped'  another run of the job is still leased and its overlap policy
 --              is 'skip': the occurrence is recorded skipped, with the reason;
 --   'blocked'  the same under policy 'queue', or for a manual or backfilled
---              run under any policy but 'allow': left pending for later;
+--              run or a retry under any policy but 'allow': left pending;
 --   'early'    its fire_at is later than now + p_ahead_s (an edit or a retry
 --              moved it): left pending, fire_at says when.
 -- Keys not returned at all are not pending, held by another claim, of a
@@ -340,6 +341,7 @@ AS $$
                        SELECT 1 FROM executions o
                        WHERE o.job_id = e.job_id AND o.status IN ('dispatched', 'running'))
                        THEN CASE WHEN j.overlap = 'skip' AND e.trigger = 'schedule'
+                                      AND e.attempt = 0
                                  THEN 'skipped' ELSE 'blocked' END
                    ELSE 'claimed'
                END AS state

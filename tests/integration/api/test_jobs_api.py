@@ -261,3 +261,32 @@ async def test_backfilled_and_triggered_runs_wait_for_each_other_instead_of_bein
     assert statuses == dict.fromkeys(wanted, pb.EXECUTION_STATUS_SUCCEEDED), "none skipped"
     assert overlapped == [], "one at a time: the job's overlap policy is skip"
     await executor.stop()
+
+
+async def test_a_retry_is_not_skipped_for_a_manual_run_waiting_behind_it(api: Api) -> None:
+    a = api.alice
+    job_id = str(uuid.uuid4())
+    at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=1)
+    scheduled = ExecutionKey(JobId(uuid.UUID(job_id)), at).id
+    tries: list[str] = []
+
+    async def first_try_fails(dispatch: epb.Dispatch) -> tuple[int, str]:
+        tries.append(dispatch.execution_id)
+        await asyncio.sleep(0.3)  # the manual run is triggered meanwhile
+        if tries == [scheduled]:
+            return epb.Result.OUTCOME_FAILED, "RuntimeError: first try"
+        return epb.Result.OUTCOME_SUCCEEDED, ""
+
+    executor = await connected(api.node, behaviour=first_try_fails)
+    retry = pb.RetryPolicy(max_attempts=3, backoff_base=Duration(nanos=200_000_000))
+    request = create(schedule=pb.Schedule(at=to_timestamp(at)), job_id=job_id,
+                     policies=pb.JobPolicies(retry=retry))  # fmt: skip
+    await a.jobs.CreateJob(request, metadata=a.metadata)
+    await executor.wait_for(lambda: len(executor.runs) == 1)
+    manual = await a.jobs.TriggerJob(apb.TriggerJobRequest(id=job_id), metadata=a.metadata)
+    await executor.wait_for(lambda: len(executor.accepted) == 3)
+    assert tries == [scheduled, scheduled, manual.id], "the retry first, then the manual run"
+    for ident in (scheduled, manual.id):
+        run = await a.executions.GetExecution(apb.ExecutionRef(id=ident), metadata=a.metadata)
+        assert run.status == pb.EXECUTION_STATUS_SUCCEEDED
+    await executor.stop()

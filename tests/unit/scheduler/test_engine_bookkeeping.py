@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
+from datetime import UTC, datetime, timedelta
 from unittest.mock import MagicMock
 
 from tests.unit.scheduler.test_ready import A, item
-from wheel.model.ids import PartitionId
+from wheel.model.executions import DueOccurrence
+from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId
 from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.engine import Engine, _clean_error
 from wheel.scheduler.links import Links
@@ -44,3 +47,38 @@ def test_error_texts_lose_nul_bytes_and_are_bounded() -> None:
     assert _clean_error("bad\x00byte") == "bad\\0byte"
     assert _clean_error("") is None
     assert len(_clean_error("x" * 100_000) or "") == 8192
+
+
+def _waiting_runs(job: uuid.UUID, count: int) -> list[DueOccurrence]:
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    return [
+        DueOccurrence(
+            key=ExecutionKey(JobId(job), start + timedelta(hours=n)),
+            partition=PartitionId(3),
+            fire_at=datetime.now(UTC),
+            priority=0,
+            job_version=1,
+            tenant_id=TenantId(uuid.uuid4()),
+            pool="default",
+            task_type="report",
+            overlap="wait",
+        )
+        for n in range(count)
+    ]
+
+
+async def test_a_backfill_puts_one_run_in_the_wheel_and_the_rest_behind_it() -> None:
+    e = engine()
+    e.own(PartitionId(3), 1)
+    job = uuid.uuid4()
+    runs = _waiting_runs(job, 1000)
+    assert e.add_due(runs[:600]) == 1
+    assert e.add_due(runs[600:]) == 0, "a later page goes behind the first too"
+    waiting = e.blocked[JobId(job)]
+    assert [r.key for r in waiting] == [r.key for r in runs[1:]], "in their order"
+    e.release_blocked(JobId(job))  # the first one finished: the next may go
+    assert [r.key for r in e.blocked[JobId(job)]] == [r.key for r in runs[2:]]
+    assert len(e.ready) == 1
+    e.release(PartitionId(3))
+    assert e.blocked == {}
+    assert e.known == {}

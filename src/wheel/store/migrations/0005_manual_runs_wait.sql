@@ -1,7 +1,8 @@
--- A manual trigger or a backfill is asked for by a person: the overlap policy
--- must not skip it. While another run of the job is leased it is 'blocked'
--- (never 'skipped'), and the due load marks it 'wait' so the node keeps every
--- such run queued behind the running one, not just one.
+-- A manual trigger or a backfill is asked for by a person, and a retry is the
+-- same run again: the overlap policy must not skip them. While another run of
+-- the job is leased they are 'blocked' (never 'skipped'), and the due load
+-- marks them 'wait' so the node keeps every such run queued behind the
+-- running one, not just one.
 
 CREATE OR REPLACE FUNCTION wheel_load_due(
     p_partitions integer[], p_before timestamptz, p_after_fire_at timestamptz,
@@ -16,9 +17,10 @@ SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
 AS $$
     SELECT e.job_id, e.scheduled_for, e.partition, e.fire_at, e.priority, e.job_version,
            e.tenant_id, j.pool, j.task_type,
-           -- A manual or backfilled run is never skipped by the overlap policy: it waits.
-           CASE WHEN e.trigger <> 'schedule' AND j.overlap <> 'allow' THEN 'wait'
-                ELSE j.overlap END
+           -- A manual or backfilled run, or a retry, is never skipped by the overlap
+           -- policy: it waits.
+           CASE WHEN (e.trigger <> 'schedule' OR e.attempt > 0) AND j.overlap <> 'allow'
+                THEN 'wait' ELSE j.overlap END
     FROM executions e
     CROSS JOIN LATERAL (
         SELECT j.pool, j.task_type, j.overlap
@@ -63,6 +65,7 @@ AS $$
                        SELECT 1 FROM executions o
                        WHERE o.job_id = e.job_id AND o.status IN ('dispatched', 'running'))
                        THEN CASE WHEN j.overlap = 'skip' AND e.trigger = 'schedule'
+                                      AND e.attempt = 0
                                  THEN 'skipped' ELSE 'blocked' END
                    ELSE 'claimed'
                END AS state
