@@ -7,7 +7,7 @@ from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.api import convert
 from wheel.api.explain import Explainer
 from wheel.api.rpc import Rpc, Service
-from wheel.errors import InvalidArgument, InvalidTransition
+from wheel.errors import InvalidArgument, InvalidTransition, first_line
 from wheel.model.executions import ExecutionStatus
 from wheel.model.ids import ExecutionKey, TenantId
 from wheel.store import Store
@@ -61,9 +61,10 @@ class ExecutionsApi:
             page_size=request.page_size,
             page_token=request.page_token,
         )
-        return api.ListExecutionsResponse(
-            executions=[convert.execution_to(e) for e in found], next_page_token=token
-        )
+        listed = [convert.execution_to(e) for e in found]
+        for message in listed:
+            message.error = first_line(message.error)  # tracebacks: GetExecution has them
+        return api.ListExecutionsResponse(executions=listed, next_page_token=token)
 
     async def get(self, request: api.ExecutionRef, tenant: TenantId) -> pb.Execution:
         key = convert.execution_key(request.id)

@@ -28,7 +28,8 @@ from wheel.store import Store
 DEFAULT_PREVIEW = 5
 MAX_PREVIEW = 100
 MAX_BACKFILL = 10_000
-MAX_BACKFILL_RANGE = timedelta(days=3660)
+TRIGGER_AHEAD = timedelta(days=2)
+"""Day partitions are kept this far ahead: a trigger never makes one."""
 _PREVIEW_JOB = uuid.UUID(int=0)
 
 
@@ -46,10 +47,12 @@ class JobsApi:
         store: Store,
         *,
         partitions: int,
+        retention_days: int = 30,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._store = store
         self._partitions = partitions
+        self._retention = timedelta(days=retention_days)
         self._clock = clock
 
     def service(self) -> Service:
@@ -129,9 +132,10 @@ class JobsApi:
         jobs, token = await self._store.jobs.list(
             tenant, page_size=request.page_size, page_token=request.page_token
         )
-        return api.ListJobsResponse(
-            jobs=[convert.job_to(job) for job in jobs], next_page_token=token
-        )
+        listed = [convert.job_to(job) for job in jobs]
+        for message in listed:
+            message.ClearField("payload")  # a page of 1 MiB payloads would be a GiB
+        return api.ListJobsResponse(jobs=listed, next_page_token=token)
 
     async def update(self, request: api.UpdateJobRequest, tenant: TenantId) -> pb.Job:
         given = request.job
@@ -182,6 +186,12 @@ class JobsApi:
         job_id = convert.job_id(request.id)
         now = self._clock()
         at = convert.instant(request.at, "at") if request.HasField("at") else now
+        if not now - self._retention <= at <= now + TRIGGER_AHEAD:
+            # The instant names the run (its id); it is not a way to schedule far
+            # away, nor to make the store create time partitions far from now.
+            raise InvalidArgument(
+                "at", f"must be within the last {self._retention.days} days or the next 2"
+            )
         job = await self._store.jobs.get(tenant, job_id)
         if job.status is not JobStatus.ACTIVE:
             raise InvalidTransition("job", job_id, job.status.value, "trigger")
@@ -216,6 +226,11 @@ class JobsApi:
             raise InvalidArgument("end", "must be after start")
         if end > now:
             raise InvalidArgument("end", "must not be in the future (the schedule makes those)")
+        if start < now - self._retention:
+            # Older runs would be dropped with their day partitions at once; and the
+            # partitions a backfill needs then exist already (none made under load).
+            days = self._retention.days
+            raise InvalidArgument("start", f"older than the cluster's {days}-day retention")
         job = await self._store.jobs.get(tenant, job_id)
         if job.spec.schedule.kind is not ScheduleKind.CRON:
             raise InvalidTransition("job", job_id, "a one-off job", "backfill")
@@ -252,8 +267,6 @@ def _bounded_runs(plan: SchedulePlan, start: datetime, end: datetime) -> list[da
     schedule stops at the cap after a few windows and a yearly one over ten
     years costs ~120.
     """
-    if end - start > MAX_BACKFILL_RANGE:
-        raise InvalidArgument("start", f"the range is longer than {MAX_BACKFILL_RANGE.days} days")
     found: list[datetime] = []
     window = timedelta(minutes=1)
     low = start

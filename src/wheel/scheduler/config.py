@@ -67,6 +67,8 @@ class SchedulerConfig:
     retention_days: int = 30
     drain_timeout_s: float = 10.0
     pool_size: int = 8
+    api_pool_size: int = 4
+    """Postgres connections for the public API, apart from the scheduling work's."""
 
     def __post_init__(self) -> None:
         if bool(self.tls_cert_file) != bool(self.tls_key_file):
@@ -91,7 +93,7 @@ class SchedulerConfig:
             "claim_batch", "claim_concurrency", "record_batch", "reap_interval_s",
             "tenant_in_flight_cap", "breaker_failures", "breaker_cooldown_s",
             "catch_up_rate_per_s", "max_clock_offset_ms", "clock_check_interval_s",
-            "retention_days", "pool_size",
+            "retention_days", "pool_size", "api_pool_size",
         )  # fmt: skip
         for name in positive:
             value = getattr(self, name)

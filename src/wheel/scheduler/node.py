@@ -75,6 +75,7 @@ class SchedulerNode:
         self.ready = asyncio.Event()
         """Set once the node has joined and loaded the partitions it was given first."""
         self._store: Store | None = None
+        self._api_store: Store | None = None
         self._etcd: Etcd | None = None
         self._server: grpc.aio.Server | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -95,6 +96,11 @@ class SchedulerNode:
         config = self.config
         store = self._store = await Store.open(
             config.postgres_dsn, min_size=2, max_size=config.pool_size
+        )
+        # The API's own connections: a burst of API calls waits for these, never
+        # for the ones claims and results need.
+        api_store = self._api_store = await Store.open(
+            config.postgres_dsn, min_size=1, max_size=config.api_pool_size
         )
         etcd = self._etcd = await Etcd.connect(config.etcd_endpoint)
         layout = Layout(config.cluster)
@@ -126,11 +132,15 @@ class SchedulerNode:
         )
         # The public API: every call authenticated by its bearer token.
         api_services = [
-            JobsApi(store, partitions=partitions).service(),
-            ExecutionsApi(store, Explainer(store, etcd, layout)).service(),
+            JobsApi(
+                api_store, partitions=partitions, retention_days=config.retention_days
+            ).service(),
+            ExecutionsApi(api_store, Explainer(api_store, etcd, layout)).service(),
             ClusterApi(etcd, layout).service(),
         ]
-        add_services(server, Authenticator(store.tenants, ttl_s=config.token_cache_s), api_services)
+        add_services(
+            server, Authenticator(api_store.tenants, ttl_s=config.token_cache_s), api_services
+        )
         # Standard health checking (SERVING only once joined, loaded and with a sane
         # clock: what a readiness probe asks) and reflection (grpcurl, grpc_cli).
         self._health = health.aio.HealthServicer()
@@ -198,6 +208,8 @@ class SchedulerNode:
             await self._etcd.close()
         if self._store is not None:
             await self._store.close()
+        if self._api_store is not None:
+            await self._api_store.close()
         log.info("node.stopped", extra={"node": self.node_id})
 
     async def run(self, stop: Awaitable[object]) -> None:

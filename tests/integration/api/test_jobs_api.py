@@ -96,6 +96,16 @@ async def test_list_pages_through_every_job_once(api: Api) -> None:
     assert sorted(seen) == sorted(made)
 
 
+async def test_lists_leave_payloads_out_and_get_has_them(api: Api) -> None:
+    a = api.alice
+    job = (await a.jobs.CreateJob(create(payload=b"x" * 100_000), metadata=a.metadata)).job
+    (listed,) = (await a.jobs.ListJobs(apb.ListJobsRequest(), metadata=a.metadata)).jobs
+    assert listed.id == job.id
+    assert listed.payload == b""
+    fetched = await a.jobs.GetJob(apb.GetJobRequest(id=job.id), metadata=a.metadata)
+    assert fetched.payload == b"x" * 100_000
+
+
 async def test_update_needs_the_current_version(api: Api) -> None:
     a = api.alice
     job = (await a.jobs.CreateJob(create(), metadata=a.metadata)).job
@@ -203,6 +213,13 @@ async def test_backfill_refuses_the_future_and_huge_ranges(api: Api) -> None:
         end=to_timestamp(now - timedelta(hours=1))), metadata=a.metadata))  # fmt: skip
     assert huge.code() is grpc.StatusCode.INVALID_ARGUMENT
     assert "more than 10000 runs" in (huge.details() or "")
+    ancient = await rpc_error(a.jobs.BackfillJob(apb.BackfillJobRequest(
+        id=job.id, start=to_timestamp(now - timedelta(days=31)),
+        end=to_timestamp(now - timedelta(days=30, hours=23))), metadata=a.metadata))  # fmt: skip
+    assert (ancient.details() or "").startswith("start: older than the cluster's 30-day retention")
+    far = await rpc_error(a.jobs.TriggerJob(apb.TriggerJobRequest(
+        id=job.id, at=to_timestamp(now + timedelta(days=400))), metadata=a.metadata))  # fmt: skip
+    assert dict(far.trailing_metadata() or ())["wheel-field"] == "at"
     listed = await a.executions.ListExecutions(apb.ListExecutionsRequest(), metadata=a.metadata)
     assert list(listed.executions) == [], "a refused backfill writes nothing"
 

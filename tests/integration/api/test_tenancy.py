@@ -251,10 +251,10 @@ CASES: dict[str, Case] = {
         same_as_alices,
     ),
     "/wheel.v1.Jobs/TriggerJob": Case(
-        lambda w: apb.TriggerJobRequest(id=w.job.id, at=_hours_ago(-72))
+        lambda w: apb.TriggerJobRequest(id=w.job.id, at=_hours_ago(-36))
     ),
     "/wheel.v1.Jobs/BackfillJob": Case(
-        lambda w: apb.BackfillJobRequest(id=w.job.id, start=_hours_ago(800 * 24), end=_hours_ago(1))
+        lambda w: apb.BackfillJobRequest(id=w.job.id, start=_hours_ago(20 * 24), end=_hours_ago(1))
     ),
     "/wheel.v1.Executions/ListExecutions": Case(
         lambda w: apb.ListExecutionsRequest(job_id=w.job.id), only_bobs_executions

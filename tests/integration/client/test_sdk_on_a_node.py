@@ -110,10 +110,12 @@ async def test_executions_through_the_sdk(client: AsyncClient) -> None:
         await client.retry_execution(triggered.id)
     off = await client.explain_occurrence(job.id, datetime(2031, 6, 1, 12, 0, tzinfo=UTC))
     assert off.verdict is Verdict.NOT_AN_OCCURRENCE
-    start, end = datetime(2024, 6, 1, tzinfo=UTC), datetime(2025, 6, 1, tzinfo=UTC)
-    backfill = await client.backfill_job(job.id, start, end)
-    assert backfill.created_ids == (f"{job.id}@20250101T000000.000000Z",)
-    again = await client.backfill_job(job.id, start, end)
+    daily = (await client.create_job("daily", "t", wheel.cron("0 3 * * *"))).job
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    start, end = today - timedelta(days=3), today - timedelta(days=2)
+    backfill = await client.backfill_job(daily.id, start, end)
+    assert backfill.created_ids == (f"{daily.id}@{start:%Y%m%d}T030000.000000Z",)
+    again = await client.backfill_job(daily.id, start, end)
     assert again.existing_ids == backfill.created_ids
 
 
