@@ -72,13 +72,27 @@ def tokens() -> None:
 
 
 @tokens.command("create")
-@click.option("--tenant", "tenant_id", type=click.UUID, required=True, help="The tenant's id.")
+@click.option(
+    "--tenant", "tenant_id", type=click.UUID, help="The tenant the token calls the API as."
+)
+@click.option(
+    "--executor",
+    is_flag=True,
+    help="An executor's token instead: it opens the executor stream (and is no tenant's).",
+)
 @click.option("--name", required=True, help="What the token is for (shown in listings).")
 @cli_options.dsn
 @cli_options.output
-def create_token(tenant_id: uuid.UUID, name: str, dsn: str, output: str) -> None:
+def create_token(
+    tenant_id: uuid.UUID | None, executor: bool, name: str, dsn: str, output: str
+) -> None:
     """Create a token; its secret is shown now and never again."""
-    info, secret = _with_store(dsn, lambda s: s.tenants.create_token(TenantId(tenant_id), name))
+    if executor == (tenant_id is not None):
+        raise click.UsageError("give exactly one of --tenant ID and --executor")
+    if tenant_id is not None:
+        info, secret = _with_store(dsn, lambda s: s.tenants.create_token(TenantId(tenant_id), name))
+    else:
+        info, secret = _with_store(dsn, lambda s: s.tenants.create_executor_token(name))
     _show(output, "token created (copy the secret now: it is not stored)",
           {**dataclasses.asdict(info), "secret": secret})  # fmt: skip
 

@@ -173,6 +173,7 @@ class DevCluster:
     tenant: TenantId | None = None
     token: str = ""
     token_is_new: bool = False
+    executor_token: str = field(default="", repr=False)
     examples_made: list[JobSpec] = field(default_factory=list)
 
     @property
@@ -206,6 +207,9 @@ class DevCluster:
             self.token, self.token_is_new = await dev_examples.ensure_token(
                 store, self.tenant, previous
             )
+            # The executor's own token (the stream refuses tenants' tokens): a fresh one
+            # each start, handed over in its environment, never written down.
+            _, self.executor_token = await store.tenants.create_executor_token(EXECUTOR_ID)
             self.spawn()
             write_state(config.state_path, self.state())
             await self.wait_ready()
@@ -247,7 +251,8 @@ class DevCluster:
             "--drain-timeout", "5", "--metrics-listen", executor_metrics,
         )  # fmt: skip
         self.executor = Child(EXECUTOR_ID, argv, logs / f"{EXECUTOR_ID}.log",
-                              child_environment({}), metrics=executor_metrics)  # fmt: skip
+                              child_environment({"WHEEL_EXECUTOR_TOKEN": self.executor_token}),
+                              metrics=executor_metrics)  # fmt: skip
         for child in self.children:
             child.start()
 

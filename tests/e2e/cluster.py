@@ -50,12 +50,13 @@ class Process:
     log_path: Path
     popen: subprocess.Popen[bytes] | None = None
     starts: int = 0
+    env: dict[str, str] = field(default_factory=dict)
 
     def start(self) -> None:
         # Tied to this process: a test or benchmark killed outright leaves no cluster behind.
         self.popen = spawn(
             self.argv, log_path=self.log_path, death_signal=signal.SIGKILL, cwd=ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
         )  # fmt: skip
         self.starts += 1
 
@@ -87,6 +88,7 @@ class Cluster:
     nodes: dict[str, Process] = field(default_factory=dict)
     executors: dict[str, Process] = field(default_factory=dict)
     _supervised: set[str] = field(default_factory=set)
+    _executor_token: str = ""
     _supervisor: asyncio.Task[None] | None = None
 
     def start_node(self, node_id: str, **overrides: object) -> Process:
@@ -102,6 +104,17 @@ class Cluster:
         self.nodes[node_id] = process
         return process
 
+    def executor_token(self) -> str:
+        """An executor token for this cluster's executors, made once with the real command."""
+        if not self._executor_token:
+            made = subprocess.run(
+                [WHEEL, "tokens", "create", "--executor", "--name", self.name,
+                 "--dsn", self.dsn, "--output", "json"],
+                capture_output=True, text=True, check=True, timeout=60,
+            )  # fmt: skip
+            self._executor_token = json.loads(made.stdout)["secret"]
+        return self._executor_token
+
     def start_executor(
         self, executor_id: str, *, concurrency: int = 16, supervise: bool = False
     ) -> Process:
@@ -110,7 +123,8 @@ class Cluster:
             "--etcd", f"http://127.0.0.1:{self.etcd_port}", "--tasks", "tests.e2e.tasks",
             "--pool", f"default={concurrency}", "--drain-timeout", "2",
         ]  # fmt: skip
-        process = Process(executor_id, argv, self.logs / f"{executor_id}.log")
+        process = Process(executor_id, argv, self.logs / f"{executor_id}.log",
+                          env={"WHEEL_EXECUTOR_TOKEN": self.executor_token()})  # fmt: skip
         process.start()
         self.executors[executor_id] = process
         if supervise:

@@ -59,3 +59,26 @@ def test_errors_are_named_and_write_nothing(database_dsn: str) -> None:
     )
     assert unknown.exit_code == 1
     assert "tenant" in unknown.output
+
+
+def test_an_executor_token_is_no_tenants(database_dsn: str) -> None:
+    token = run(database_dsn, "tokens", "create", "--executor", "--name", "pool-a")
+    assert token["tenant_id"] is None
+    secret = str(token["secret"])
+    assert authenticate(database_dsn, secret) is None, "it cannot call the API as anyone"
+
+    async def executor(check: str) -> bool:
+        store = await Store.open(database_dsn, min_size=1, max_size=1)
+        try:
+            return await store.tenants.authenticate_executor(check)
+        finally:
+            await store.close()
+
+    assert eventloop.run(executor(secret))
+    both = CliRunner().invoke(
+        cli,
+        ["tokens", "create", "--executor", "--tenant", str(uuid.uuid4()), "--name", "x"],
+        env={"WHEEL_POSTGRES_DSN": database_dsn},
+    )
+    assert both.exit_code == 2
+    assert "exactly one of --tenant ID and --executor" in both.output

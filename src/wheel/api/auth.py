@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
-from wheel.errors import Unauthenticated
+from wheel.errors import PermissionDenied, Unauthenticated
 from wheel.model.ids import TenantId
 from wheel.store.tenants import token_hash
 
@@ -23,6 +23,10 @@ _MAX_CACHED = 10_000
 
 class TokenLookup(Protocol):
     async def authenticate(self, token: str) -> TenantId | None: ...
+
+
+class ExecutorTokenLookup(TokenLookup, Protocol):
+    async def authenticate_executor(self, token: str) -> bool: ...
 
 
 class Authenticator:
@@ -68,3 +72,39 @@ def bearer(metadata: Iterable[tuple[str, str | bytes]] | None) -> str:
             raise Unauthenticated("authorization must be 'Bearer <token>'")
         return text[len(_SCHEME) :].strip()
     raise Unauthenticated("no token: send 'authorization: Bearer <token>' (wheel tokens create)")
+
+
+class ExecutorAuthenticator:
+    """Executor tokens for the executor stream, which carries every tenant's payloads.
+
+    A live executor token passes (cached like tenants' tokens); a tenant's token
+    is PermissionDenied; anything else Unauthenticated.
+    """
+
+    def __init__(
+        self,
+        tokens: ExecutorTokenLookup,
+        *,
+        ttl_s: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._tokens = tokens
+        self._ttl_s = ttl_s
+        self._clock = clock
+        self._cache: dict[bytes, float] = {}
+
+    async def check(self, metadata: Iterable[tuple[str, str | bytes]] | None) -> None:
+        token = bearer(metadata)
+        digest = token_hash(token)
+        now = self._clock()
+        if self._cache.get(digest, 0.0) > now:
+            return
+        if await self._tokens.authenticate_executor(token):
+            if len(self._cache) >= _MAX_CACHED:
+                self._cache.clear()
+            self._cache[digest] = now + self._ttl_s
+            return
+        self._cache.pop(digest, None)
+        if await self._tokens.authenticate(token) is not None:
+            raise PermissionDenied("a tenant's token cannot open the executor stream")
+        raise Unauthenticated("the token is unknown or revoked")

@@ -9,6 +9,7 @@ import logging
 import os
 import socket
 import sys
+from pathlib import Path
 
 import click
 
@@ -79,6 +80,13 @@ def _pools(values: tuple[str, ...]) -> dict[str, int]:
     help="host:port to serve Prometheus metrics on (env WHEEL_METRICS_LISTEN); empty: off.",
 )
 @click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="WHEEL_EXECUTOR_TOKEN_FILE",
+    help="File holding the executor token (env WHEEL_EXECUTOR_TOKEN_FILE); or set "
+    "WHEEL_EXECUTOR_TOKEN. Make one with `wheel tokens create --executor`.",
+)
+@click.option(
     "--tls/--no-tls",
     envvar="WHEEL_TLS",
     default=False,
@@ -98,6 +106,7 @@ def executor(
     pools: tuple[str, ...],
     drain_timeout: float,
     metrics_listen: str,
+    token_file: Path | None,
     tls: bool,
     tls_ca_file: str,
 ) -> None:
@@ -119,9 +128,21 @@ def executor(
             pools=_pools(pools),
             drain_timeout_s=drain_timeout,
             metrics_listen=metrics_listen,
+            token=_token(token_file),
             tls=tls,
             tls_ca_file=tls_ca_file,
         )
         eventloop.run(run_executor(config))
     except WheelError as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+def _token(path: Path | None) -> str:
+    """The executor token: from a file, else WHEEL_EXECUTOR_TOKEN (never a flag's value)."""
+    if path is None:
+        return os.environ.get("WHEEL_EXECUTOR_TOKEN", "").strip()
+    try:
+        return path.read_text().strip()
+    except OSError as exc:
+        reason = f"cannot read {path}: {exc.strerror}"
+        raise click.BadParameter(reason, param_hint="--token-file") from None

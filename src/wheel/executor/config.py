@@ -44,6 +44,8 @@ class ExecutorConfig:
     """TTL of the lease the executor's registration lives under."""
     metrics_listen: str = ""
     """host:port for Prometheus metrics (/metrics); empty: not served."""
+    token: str = field(default="", repr=False)
+    """The executor token (`wheel tokens create --executor`) the nodes require on the stream."""
     tls: bool = False
     """Connect to the nodes over TLS (they serve TLS when given a certificate)."""
     tls_ca_file: str = ""

@@ -142,10 +142,12 @@ class NodeLink:
         backoff_max_s: float,
         jitter: Callable[[], float] = lambda: random.uniform(0.5, 1.0),
         credentials: grpc.ChannelCredentials | None = None,
+        token: str = "",
     ) -> None:
         self.node_id = node_id
         self.address = address
         self._credentials = credentials
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
         """TLS to the node when set (the nodes serve TLS only, when configured)."""
         self._identity = identity
         self._handler = handler
@@ -185,7 +187,7 @@ class NodeLink:
             channel = grpc.aio.insecure_channel(self.address, options=KEEPALIVE_OPTIONS)
         call: Call | None = None
         try:
-            call = pb_grpc.ExecutorStreamStub(channel).Connect()
+            call = pb_grpc.ExecutorStreamStub(channel).Connect(metadata=self._metadata)
             identity = self._identity
             hello = pb.Hello(
                 executor_id=identity.executor_id,

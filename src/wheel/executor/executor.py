@@ -124,7 +124,7 @@ class Executor:
         return NodeLink(
             node_id, address, self.identity, self.executions,
             backoff_min_s=self.config.reconnect_min_s, backoff_max_s=self.config.reconnect_max_s,
-            credentials=self._credentials,
+            credentials=self._credentials, token=self.config.token,
         )  # fmt: skip
 
     async def stop(self) -> None:

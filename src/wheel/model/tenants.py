@@ -23,7 +23,8 @@ class TokenInfo:
     """A token as stored: never the secret itself, only its hash."""
 
     id: uuid.UUID
-    tenant_id: TenantId
+    tenant_id: TenantId | None
+    """None for an executor's token."""
     name: str
     created_at: datetime
     revoked_at: datetime | None

@@ -26,7 +26,7 @@ from grpc_reflection.v1alpha import reflection
 
 from wheel._proto.wheel.v1 import api_pb2, executor_pb2
 from wheel._proto.wheel.v1 import executor_pb2_grpc as pb_grpc
-from wheel.api.auth import Authenticator
+from wheel.api.auth import Authenticator, ExecutorAuthenticator
 from wheel.api.cluster import ClusterApi
 from wheel.api.executions import ExecutionsApi
 from wheel.api.explain import Explainer
@@ -92,6 +92,12 @@ class SchedulerNode:
 
     # -- lifecycle -------------------------------------------------------------------------
 
+    @property
+    def store(self) -> Store:
+        """The node's store (once started)."""
+        assert self._store is not None, "the node is not started"
+        return self._store
+
     async def start(self) -> None:
         config = self.config
         store = self._store = await Store.open(
@@ -128,7 +134,12 @@ class SchedulerNode:
             ]
         )
         pb_grpc.add_ExecutorStreamServicer_to_server(
-            ExecutorStreamService(engine, self.node_id), server
+            ExecutorStreamService(
+                engine,
+                self.node_id,
+                ExecutorAuthenticator(api_store.tenants, ttl_s=config.token_cache_s),
+            ),
+            server,
         )
         # The public API: every call authenticated by its bearer token.
         api_services = [

@@ -20,6 +20,9 @@ import grpc
 
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel._proto.wheel.v1 import executor_pb2_grpc as pb_grpc
+from wheel.api.auth import ExecutorAuthenticator
+from wheel.api.status import to_status
+from wheel.errors import PermissionDenied, Unauthenticated, WheelError
 from wheel.scheduler.engine import Engine
 from wheel.scheduler.links import Link
 
@@ -27,15 +30,30 @@ log = logging.getLogger(__name__)
 
 
 class ExecutorStreamService(pb_grpc.ExecutorStreamServicer):
-    def __init__(self, engine: Engine, node_id: str) -> None:
+    def __init__(self, engine: Engine, node_id: str, auth: ExecutorAuthenticator) -> None:
         self._engine = engine
         self._node_id = node_id
+        self._auth = auth
 
     async def Connect(
         self,
         request_iterator: AsyncIterator[pb.ExecutorMessage],
         context: grpc.aio.ServicerContext[pb.ExecutorMessage, pb.SchedulerMessage],
     ) -> AsyncIterator[pb.SchedulerMessage]:
+        # The stream hands out every tenant's payloads and takes their results:
+        # only executors' tokens open it.
+        try:
+            await self._auth.check(context.invocation_metadata())
+        except (Unauthenticated, PermissionDenied) as exc:
+            status = to_status(exc)
+            assert status is not None
+            log.warning("stream.refused", extra={"reason": str(exc), "peer": context.peer()})
+            await context.abort(status.code, status.message)
+            return
+        except WheelError as exc:  # the token store is away: the executor retries
+            log.warning("stream.auth_unavailable", extra={"error": str(exc)})
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "cannot check the token now")
+            return
         first = await anext(aiter(request_iterator), None)
         if first is None or first.WhichOneof("body") != "hello":
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first message must be hello")

@@ -23,14 +23,18 @@ CREATE TABLE tenants (
     created_at      timestamptz NOT NULL DEFAULT now()
 );
 
--- Tokens are 256-bit random secrets; only their SHA-256 is stored.
+-- Tokens are 256-bit random secrets; only their SHA-256 is stored. A tenant's
+-- token calls the public API as that tenant; an executor's (no tenant) opens
+-- the executor stream.
 CREATE TABLE api_tokens (
     id              uuid PRIMARY KEY,
-    tenant_id       uuid NOT NULL REFERENCES tenants (id),
+    tenant_id       uuid REFERENCES tenants (id),
     name            text NOT NULL,
     token_sha256    bytea NOT NULL UNIQUE CHECK (length(token_sha256) = 32),
     created_at      timestamptz NOT NULL DEFAULT now(),
-    revoked_at      timestamptz
+    revoked_at      timestamptz,
+    role            text NOT NULL DEFAULT 'tenant' CHECK (role IN ('tenant', 'executor')),
+    CONSTRAINT api_tokens_role_tenant CHECK ((role = 'tenant') = (tenant_id IS NOT NULL))
 );
 CREATE INDEX api_tokens_tenant ON api_tokens (tenant_id);
 

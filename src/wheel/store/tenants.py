@@ -69,6 +69,25 @@ class Tenants:
             raise NotFound("tenant", tenant_id)
         return TokenInfo(row[0], TenantId(row[1]), row[2], row[3], row[4]), secret
 
+    async def create_executor_token(self, name: str) -> tuple[TokenInfo, str]:
+        """A new executor token (it opens the executor stream; it is no tenant's)."""
+        secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        params = {"id": uuid.uuid4(), "name": name, "token_sha256": token_hash(secret)}
+        async with translated(), self._pool.connection() as conn:
+            row = await (await conn.execute(sql("insert_executor_token"), params)).fetchone()
+        assert row is not None
+        return TokenInfo(row[0], None, row[2], row[3], row[4]), secret
+
+    async def authenticate_executor(self, token: str) -> bool:
+        """Whether `token` is a live executor token."""
+        if not token.startswith(TOKEN_PREFIX):
+            return False
+        async with translated(), self._pool.connection() as conn:
+            cursor = await conn.execute(
+                sql("authenticate_executor"), {"token_sha256": token_hash(token)}
+            )
+            return await cursor.fetchone() is not None
+
     async def authenticate(self, token: str) -> TenantId | None:
         """The tenant a live token belongs to; None for an unknown or revoked one."""
         if not token.startswith(TOKEN_PREFIX):
@@ -83,4 +102,4 @@ class Tenants:
             row = await (await conn.execute(sql("revoke_token"), {"id": token_id})).fetchone()
         if row is None:
             raise NotFound("token", token_id)
-        return TokenInfo(row[0], TenantId(row[1]), row[2], row[3], row[4])
+        return TokenInfo(row[0], TenantId(row[1]) if row[1] else None, row[2], row[3], row[4])

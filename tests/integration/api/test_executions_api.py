@@ -127,6 +127,7 @@ async def test_cluster_lists_nodes_partitions_and_executors(
             cluster=api.node.config.cluster,
             etcd_endpoint=local_services.etcd.endpoint,
             pools={"batch": 3},
+            token=(await api.store.tenants.create_executor_token("lister"))[1],
         ),
         registry,
     )

@@ -46,6 +46,7 @@ async def test_api_and_executors_speak_tls_to_a_node_with_a_certificate(
             cluster=node.config.cluster,
             etcd_endpoint=local_services.etcd.endpoint,
             pools={"default": 2},
+            token=(await store.tenants.create_executor_token("tls"))[1],
             tls=True,
             tls_ca_file=str(tls.ca),
         ),

@@ -61,6 +61,8 @@ class ScriptedExecutor:
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     send_results: bool = True
     heartbeat_every_s: float | None = 0.5
+    token: str = ""
+    """The executor token the node requires (`connected` makes one)."""
     """Heartbeat running dispatches this often (None: never, like a frozen executor)."""
     _outbox: asyncio.Queue[pb.ExecutorMessage | None] = field(default_factory=asyncio.Queue)
     _task: asyncio.Task[None] | None = None
@@ -80,7 +82,8 @@ class ScriptedExecutor:
         self._outbox.put_nowait(
             pb.ExecutorMessage(credit=pb.Credit(pool=self.pool, count=self.capacity))
         )
-        call = stub.Connect(self._messages())
+        metadata = (("authorization", f"Bearer {self.token}"),)
+        call = stub.Connect(self._messages(), metadata=metadata)
         self._task = asyncio.create_task(self._receive(call))
 
     async def _messages(self):  # type: ignore[no-untyped-def]
@@ -187,6 +190,8 @@ class ScriptedExecutor:
 
 async def connected(node: SchedulerNode, **options: Any) -> ScriptedExecutor:
     """A scripted executor streaming to `node`, once the node has joined and loaded."""
+    if "token" not in options:
+        _, options["token"] = await node.store.tenants.create_executor_token("scripted")
     executor = ScriptedExecutor(node.address, **options)
     await executor.start()
     await node.ready.wait()

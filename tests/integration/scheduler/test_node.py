@@ -120,9 +120,11 @@ async def test_an_expired_lease_is_retried_with_a_higher_fence_and_the_late_resu
     store: Store, start_node: NodeFactory
 ) -> None:
     node = await start_node()
+    _, token = await store.tenants.create_executor_token("test")
     silent = ScriptedExecutor(
-        node.address, executor_id="silent", send_results=False, heartbeat_every_s=None
-    )
+        node.address, executor_id="silent", send_results=False, heartbeat_every_s=None,
+        token=token,
+    )  # fmt: skip
     await silent.start()
     await node.ready.wait()
     owner = await tenant(store)
@@ -130,7 +132,7 @@ async def test_an_expired_lease_is_retried_with_a_higher_fence_and_the_late_resu
     await silent.wait_for(lambda: len(silent.runs) == 1)
     first = silent.runs[0]
     await silent.stop()  # no result, no heartbeat: the lease (2 s) runs out
-    healthy = ScriptedExecutor(node.address, executor_id="healthy")
+    healthy = ScriptedExecutor(node.address, executor_id="healthy", token=token)
     await healthy.start()
     await healthy.wait_for(lambda: len(healthy.accepted) == 1)
     (second,) = healthy.runs
@@ -231,7 +233,10 @@ async def test_a_graceful_stop_hands_partitions_over_and_work_still_fires(
     second = await start_node("node-b")
     await first.ready.wait()
     await second.ready.wait()
-    executors = [ScriptedExecutor(n.address, executor_id=n.node_id) for n in (first, second)]
+    _, token = await store.tenants.create_executor_token("test")
+    executors = [
+        ScriptedExecutor(n.address, executor_id=n.node_id, token=token) for n in (first, second)
+    ]
     for executor in executors:
         await executor.start()
     await first.stop()
