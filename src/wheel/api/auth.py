@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from wheel.errors import PermissionDenied, Unauthenticated
 from wheel.model.ids import TenantId
@@ -19,6 +19,7 @@ from wheel.store.tenants import token_hash
 
 _SCHEME = "bearer "
 _MAX_CACHED = 10_000
+V = TypeVar("V")
 
 
 class TokenLookup(Protocol):
@@ -29,7 +30,33 @@ class ExecutorTokenLookup(TokenLookup, Protocol):
     async def authenticate_executor(self, token: str) -> bool: ...
 
 
+class _Cache(Generic[V]):
+    """Values by token hash for `ttl_s`; bounded (cleared when full: a miss costs a lookup)."""
+
+    def __init__(self, ttl_s: float, clock: Callable[[], float]) -> None:
+        self._ttl_s = ttl_s
+        self._clock = clock
+        self._entries: dict[bytes, tuple[V, float]] = {}
+
+    def get(self, digest: bytes) -> V | None:
+        entry = self._entries.get(digest)
+        return entry[0] if entry is not None and entry[1] > self._clock() else None
+
+    def put(self, digest: bytes, value: V) -> None:
+        now = self._clock()
+        if len(self._entries) >= _MAX_CACHED:
+            self._entries = {k: v for k, v in self._entries.items() if v[1] > now}
+            if len(self._entries) >= _MAX_CACHED:
+                self._entries.clear()
+        self._entries[digest] = (value, now + self._ttl_s)
+
+    def drop(self, digest: bytes) -> None:
+        self._entries.pop(digest, None)
+
+
 class Authenticator:
+    """Tenants' tokens for the public API."""
+
     def __init__(
         self,
         tokens: TokenLookup,
@@ -38,27 +65,20 @@ class Authenticator:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._tokens = tokens
-        self._ttl_s = ttl_s
-        self._clock = clock
-        self._cache: dict[bytes, tuple[TenantId, float]] = {}
+        self._cache: _Cache[TenantId] = _Cache(ttl_s, clock)
 
     async def tenant(self, metadata: Iterable[tuple[str, str | bytes]] | None) -> TenantId:
         """The tenant of the call's bearer token; Unauthenticated without a live one."""
         token = bearer(metadata)
         digest = token_hash(token)
-        now = self._clock()
         cached = self._cache.get(digest)
-        if cached is not None and cached[1] > now:
-            return cached[0]
+        if cached is not None:
+            return cached
         tenant = await self._tokens.authenticate(token)
         if tenant is None:
-            self._cache.pop(digest, None)
+            self._cache.drop(digest)
             raise Unauthenticated("the token is unknown or revoked")
-        if len(self._cache) >= _MAX_CACHED:
-            self._cache = {k: v for k, v in self._cache.items() if v[1] > now}
-            if len(self._cache) >= _MAX_CACHED:
-                self._cache.clear()
-        self._cache[digest] = (tenant, now + self._ttl_s)
+        self._cache.put(digest, tenant)
         return tenant
 
 
@@ -89,22 +109,17 @@ class ExecutorAuthenticator:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._tokens = tokens
-        self._ttl_s = ttl_s
-        self._clock = clock
-        self._cache: dict[bytes, float] = {}
+        self._cache: _Cache[bool] = _Cache(ttl_s, clock)
 
     async def check(self, metadata: Iterable[tuple[str, str | bytes]] | None) -> None:
         token = bearer(metadata)
         digest = token_hash(token)
-        now = self._clock()
-        if self._cache.get(digest, 0.0) > now:
+        if self._cache.get(digest):
             return
         if await self._tokens.authenticate_executor(token):
-            if len(self._cache) >= _MAX_CACHED:
-                self._cache.clear()
-            self._cache[digest] = now + self._ttl_s
+            self._cache.put(digest, True)
             return
-        self._cache.pop(digest, None)
+        self._cache.drop(digest)
         if await self._tokens.authenticate(token) is not None:
             raise PermissionDenied("a tenant's token cannot open the executor stream")
         raise Unauthenticated("the token is unknown or revoked")

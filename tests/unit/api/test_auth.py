@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
-from wheel.api.auth import Authenticator, bearer
-from wheel.errors import Unauthenticated
+from wheel.api.auth import Authenticator, ExecutorAuthenticator, bearer
+from wheel.errors import PermissionDenied, Unauthenticated
 from wheel.model.ids import TenantId
 
 TENANT = TenantId(uuid.uuid4())
@@ -18,11 +18,16 @@ class Tokens:
 
     def __init__(self) -> None:
         self.live = {"whl_good": TENANT}
+        self.executors = {"whl_executor"}
         self.lookups = 0
 
     async def authenticate(self, token: str) -> TenantId | None:
         self.lookups += 1
         return self.live.get(token)
+
+    async def authenticate_executor(self, token: str) -> bool:
+        self.lookups += 1
+        return token in self.executors
 
 
 @pytest.mark.parametrize(
@@ -70,3 +75,19 @@ async def test_unknown_tokens_are_not_cached() -> None:
         await auth.tenant(metadata)
     tokens.live["whl_new"] = TENANT  # created just after the first try
     assert await auth.tenant(metadata) == TENANT
+
+
+async def test_the_executor_stream_takes_only_executor_tokens() -> None:
+    tokens, now = Tokens(), [0.0]
+    gate = ExecutorAuthenticator(tokens, ttl_s=5.0, clock=lambda: now[0])
+    await gate.check((("authorization", "Bearer whl_executor"),))
+    await gate.check((("authorization", "Bearer whl_executor"),))
+    assert tokens.lookups == 1, "cached"
+    with pytest.raises(PermissionDenied):
+        await gate.check((("authorization", "Bearer whl_good"),))  # a tenant's
+    with pytest.raises(Unauthenticated):
+        await gate.check((("authorization", "Bearer whl_unknown"),))
+    tokens.executors.clear()  # revoked
+    now[0] = 6.0
+    with pytest.raises(Unauthenticated):
+        await gate.check((("authorization", "Bearer whl_executor"),))
