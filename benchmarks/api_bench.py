@@ -14,7 +14,9 @@ tenant and a token, then times, at the same concurrency:
 - explain: `explain_execution` of a backfilled run (no in-process baseline:
   it is only an API).
 
-The ratio says what the API adds per call on this machine.
+Both sides have 4 Postgres connections (the node's `api_pool_size`). The
+ratio says what the API adds per call on this machine (gRPC, auth, the
+conversions, and a second Python process in the path).
 """
 
 from __future__ import annotations
@@ -80,7 +82,8 @@ async def main(args: argparse.Namespace) -> None:
         address = f"127.0.0.1:{free_port()}"
         cluster.start_node("node-0", partitions=PARTITIONS, listen=address)
         await cluster.ready(within=120, partitions=PARTITIONS)
-        store = await Store.open(dsn, max_size=args.concurrency)
+        # As many connections as the node's API pool (api_pool_size): the same footing.
+        store = await Store.open(dsn, max_size=4)
         tenant = await store.tenants.create("bench")
         _, token = await store.tenants.create_token(tenant.id, "bench")
         schedule = wheel.cron("H H * * *", "Europe/London")
