@@ -62,6 +62,7 @@ _OUTCOMES = {
 _ADD_CHUNK = 10_000
 _RETRY_CLAIM_S = 0.2
 _MAX_ERROR_CHARS = 8192
+_FINAL = (ExecutionStatus.SUCCEEDED, ExecutionStatus.DEAD, ExecutionStatus.NEEDS_REVIEW)
 _NOT_STARTED_BACKOFF_MS = 1000
 
 
@@ -604,6 +605,8 @@ class Engine:
         """After a recorded attempt: counts, breaker, overlap queue, and a retry into the wheel."""
         if self.metrics is not None and outcome is not None:
             self.metrics.executions.labels(outcome.value).inc()
+        if self.metrics is not None and recorded.status in _FINAL:
+            self.metrics.finished.labels(recorded.status.value).inc()
         entry = self._done(recorded.key)
         if entry is None:
             return

@@ -54,6 +54,13 @@ class NodeMetrics:
         self.executions = CounterMetric(
             "wheel_executions", "Attempts recorded, by outcome.", ["outcome"], registry=r
         )
+        self.finished = CounterMetric(
+            "wheel_executions_finished",
+            "Executions that reached a state only a person changes, by status "
+            "(succeeded, dead, needs_review): alert on dead.",
+            ["status"],
+            registry=r,
+        )
         self.claim_size = Histogram("wheel_claim_batch_size", "Occurrences per claim.",
                                     buckets=_SIZE_BUCKETS, registry=r)  # fmt: skip
         self.claim_seconds = Histogram("wheel_claim_seconds", "Claim statement latency.",

@@ -35,6 +35,7 @@ async def test_metrics_count_the_work_and_show_the_state(
     await executor.wait_for(lambda: len(executor.accepted) == 1)
     samples = await asyncio.to_thread(scrape, node.metrics_address)
     assert samples["wheel_executions_total{outcome=succeeded}"] == 1
+    assert samples["wheel_executions_finished_total{status=succeeded}"] == 1
     assert samples["wheel_firing_lateness_seconds_count{}"] == 1
     assert samples["wheel_claim_batch_size_count{}"] >= 1
     assert samples["wheel_record_seconds_count{}"] >= 1
