@@ -62,16 +62,19 @@ def _pools(values: tuple[str, ...]) -> dict[str, int]:
     "--pool",
     "pools",
     multiple=True,
+    envvar="WHEEL_POOLS",
     metavar="NAME=CONCURRENCY",
-    help="A pool served and how many of its executions run at once; repeatable. "
-    "Default: default=64.",
+    help="A pool served and how many of its executions run at once; repeatable "
+    "(env WHEEL_POOLS, spaced: 'default=64 slow=4'). Default: default=64.",
 )
 @click.option(
     "--drain-timeout",
     type=click.FloatRange(min=0),
+    envvar="WHEEL_DRAIN_TIMEOUT",
     default=30.0,
     show_default=True,
-    help="Seconds running handlers may go on after SIGTERM before they are cancelled.",
+    help="Seconds running handlers may go on after SIGTERM before they are cancelled "
+    "(env WHEEL_DRAIN_TIMEOUT).",
 )
 @click.option(
     "--metrics-listen",

@@ -16,6 +16,7 @@ from tests.unit.executor.conftest import Cluster
 from tests.unit.executor.fake_node import dispatch
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.executor.cli import executor
+from wheel.executor.config import ExecutorConfig
 from wheel.executor.tasks import default_registry
 
 UNREACHABLE = "http://127.0.0.1:1"
@@ -98,3 +99,27 @@ async def test_runs_standalone_and_drains_on_sigterm(cluster: Cluster, tmp_path:
     assert await cluster.etcd.get(f"{cluster.layout.executors}cli-ex") is None
     events = [json.loads(line)["event"] for line in log_path.read_text().splitlines()]
     assert events[-1] == "executor.stopped", events
+
+
+@pytest.mark.usefixtures("isolated")
+def test_pools_and_drain_timeout_come_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Kubernetes Deployment sets pools and drain as configuration, not as flags."""
+    seen: list[ExecutorConfig] = []
+
+    async def capture(config: ExecutorConfig) -> None:
+        seen.append(config)
+
+    monkeypatch.setattr("wheel.executor.executor.run_executor", capture)
+    env = {
+        "WHEEL_POOLS": "default=64 slow=4",
+        "WHEEL_DRAIN_TIMEOUT": "12.5",
+        "WHEEL_EXECUTOR_ID": "executor-from-env",
+    }
+    result = CliRunner().invoke(executor, ["--etcd", UNREACHABLE], env=env)
+    assert result.exit_code == 0, result.output
+    (config,) = seen
+    assert dict(config.pools) == {"default": 64, "slow": 4}
+    assert config.drain_timeout_s == 12.5
+    assert config.executor_id == "executor-from-env"
