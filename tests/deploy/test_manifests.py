@@ -1,0 +1,386 @@
+"""deploy/k8s and the Dockerfile against the code they run: offline, in a few seconds.
+
+What is checked: every manifest against the Kubernetes OpenAPI schemas
+(`kubernetes-validate`, strict: unknown fields fail), that each
+kustomization's references resolve (no kustomize binary here, so the
+rendered output itself is *not* checked), and the invariants that tie the
+manifests to the code: node id from the pod name, probes on the ports the
+processes serve, ConfigMap keys that are real options with values the real
+CLIs accept, termination grace covering the hand-over and drain times.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shlex
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from wheel.executor.cli import executor
+from wheel.executor.config import ExecutorConfig
+from wheel.scheduler.cli import scheduler
+from wheel.scheduler.config import SchedulerConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+K8S = ROOT / "deploy" / "k8s"
+# The oldest Kubernetes the manifests claim to support (README.md there) and the newest
+# schema bundled with kubernetes-validate.
+KUBERNETES_VERSIONS = ("1.31", kubernetes_validate.latest_version())
+# Fields of kustomization.yaml used here; anything else must be added knowingly (and
+# would not be understood by this test, which does not render).
+KUSTOMIZATION_FIELDS = {"apiVersion", "kind", "namespace", "resources", "images"}
+# `await self._server.stop(grace=1.0)` in SchedulerNode.stop (src/wheel/scheduler/node.py).
+SERVER_STOP_GRACE_S = 1.0
+# Slack for process start-up of the shutdown path, logging and the kubelet's own timing.
+MARGIN_S = 5.0
+
+Manifest = dict[str, Any]
+
+
+def _yaml_files() -> list[Path]:
+    return sorted(K8S.rglob("*.yaml"))
+
+
+def _documents(path: Path) -> list[Manifest]:
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc is not None]
+
+
+def _manifests() -> Iterator[tuple[Path, Manifest]]:
+    for path in _yaml_files():
+        for doc in _documents(path):
+            if doc.get("kind") != "Kustomization":
+                yield path, doc
+
+
+def _base() -> dict[tuple[str, str], Manifest]:
+    """The base kustomization's resources by (kind, name)."""
+    base: dict[tuple[str, str], Manifest] = {}
+    for name in _documents(K8S / "kustomization.yaml")[0]["resources"]:
+        for doc in _documents(K8S / name):
+            base[(doc["kind"], doc["metadata"]["name"])] = doc
+    return base
+
+
+def _container(workload: Manifest) -> Manifest:
+    (container,) = workload["spec"]["template"]["spec"]["containers"]
+    return dict(container)
+
+
+def _port(address: str) -> int:
+    return int(address.rpartition(":")[2])
+
+
+def _env(workload: Manifest, base: Mapping[tuple[str, str], Manifest]) -> dict[str, str]:
+    """The container's environment as a pod named `<name>-0` in namespace `wheel` sees it.
+
+    ConfigMaps come in through envFrom; fieldRefs become the pod's name and namespace;
+    secrets become placeholders; `$(VAR)` is expanded as the kubelet does.
+    """
+    pod = {"metadata.name": f"{workload['metadata']['name']}-0", "metadata.namespace": "wheel"}
+    container = _container(workload)
+    env: dict[str, str] = {}
+    for source in container.get("envFrom", []):
+        env.update(base[("ConfigMap", source["configMapRef"]["name"])]["data"])
+    for entry in container.get("env", []):
+        if "value" in entry:
+            value = re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], entry["value"])
+        elif "fieldRef" in entry["valueFrom"]:
+            value = pod[entry["valueFrom"]["fieldRef"]["fieldPath"]]
+        else:
+            ref = entry["valueFrom"]["secretKeyRef"]
+            value = {
+                "postgres-dsn": "postgresql://wheel@postgres/wheel",
+                "executor-token": "whl_placeholder",
+            }[ref["key"]]
+        env[entry["name"]] = value
+    return env
+
+
+# -- (a) schemas -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+@pytest.mark.parametrize("path", _yaml_files(), ids=lambda p: str(p.relative_to(K8S)))
+def test_every_manifest_validates_against_the_kubernetes_schemas(path: Path, version: str) -> None:
+    documents = [doc for doc in _documents(path) if doc.get("kind") != "Kustomization"]
+    for doc in documents:
+        kubernetes_validate.validate(doc, version, strict=True)
+        assert doc["metadata"].get("name"), f"{path}: a {doc['kind']} without a name"
+
+
+# -- (b) kustomizations: references only, not rendering --------------------------------
+
+
+@pytest.mark.parametrize(
+    "path", sorted(K8S.rglob("kustomization.yaml")), ids=lambda p: str(p.relative_to(K8S))
+)
+def test_kustomization_references_resolve(path: Path) -> None:
+    """Each listed resource exists and parses, no two define the same object, images are used.
+
+    Kustomize itself is not run here (no binary on this machine or on PyPI): whether
+    `kubectl apply -k` renders these is not verified by this test.
+    """
+    (kustomization,) = _documents(path)
+    assert set(kustomization) <= KUSTOMIZATION_FIELDS, set(kustomization) - KUSTOMIZATION_FIELDS
+    assert kustomization["apiVersion"] == "kustomize.config.k8s.io/v1beta1"
+    assert kustomization["kind"] == "Kustomization"
+    seen: dict[tuple[str, str, str], Path] = {}
+    images: set[str] = set()
+
+    def collect(directory: Path, listing: Manifest) -> None:
+        for entry in listing["resources"]:
+            target = (directory / entry).resolve()
+            assert target.exists(), f"{path}: {entry} does not exist"
+            if target.is_dir():
+                (nested,) = _documents(target / "kustomization.yaml")
+                collect(target, nested)
+                continue
+            for doc in _documents(target):
+                namespace = kustomization.get("namespace", doc["metadata"].get("namespace", ""))
+                key = (doc["kind"], doc["metadata"]["name"], namespace)
+                assert key not in seen, f"{key} in both {seen[key]} and {target}"
+                seen[key] = target
+                spec = doc.get("spec", {}).get("template", {}).get("spec", {})
+                images.update(c["image"] for c in spec.get("containers", []))
+
+    collect(path.parent, kustomization)
+    assert seen
+    for image in kustomization.get("images", []):
+        assert image["name"] in images, f"{path}: image {image['name']} is used by no container"
+
+
+def test_examples_outside_kustomizations_are_deliberate() -> None:
+    """Secrets and the adapter rules are examples; every other file is applied."""
+    listed: set[Path] = set()
+    for path in K8S.rglob("kustomization.yaml"):
+        listed.add(path)
+        for entry in _documents(path)[0]["resources"]:
+            listed.add((path.parent / entry).resolve())
+    unlisted = {p.relative_to(K8S).as_posix() for p in _yaml_files() if p.resolve() not in listed}
+    assert unlisted == {
+        "secrets.example.yaml",
+        "overlays/autoscaling/prometheus-adapter-rules.example.yaml",
+    }
+
+
+# -- (c) invariants tying the manifests to the code ------------------------------------
+
+
+def _scheduler_names() -> set[str]:
+    return {f"WHEEL_{f.name.upper()}" for f in dataclasses.fields(SchedulerConfig)}
+
+
+def _executor_names() -> set[str]:
+    names: set[str] = set()
+    for param in executor.params:
+        envvar = param.envvar
+        names.update([envvar] if isinstance(envvar, str) else envvar or [])
+    return names | {"WHEEL_EXECUTOR_TOKEN"}  # read by the command itself, never a flag
+
+
+def test_every_configmap_key_is_a_real_option() -> None:
+    base = _base()
+    shared = base[("ConfigMap", "wheel-config")]["data"]
+    executor_only = base[("ConfigMap", "wheel-executor-config")]["data"]
+    assert set(shared) <= _scheduler_names() | _executor_names(), (
+        set(shared) - _scheduler_names() - _executor_names()
+    )
+    assert set(executor_only) <= _executor_names(), set(executor_only) - _executor_names()
+    assert all(isinstance(value, str) for value in {**shared, **executor_only}.values())
+
+
+def test_the_node_accepts_its_pod_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`wheel scheduler` parses the StatefulSet's environment into a valid SchedulerConfig."""
+    base = _base()
+    env = _env(base[("StatefulSet", "wheel-scheduler")], base)
+    seen: list[SchedulerConfig] = []
+
+    class Node:
+        def __init__(self, config: SchedulerConfig) -> None:
+            seen.append(config)
+
+        async def run(self, stop: object) -> None:
+            return None
+
+    monkeypatch.setattr("wheel.scheduler.node.SchedulerNode", Node)
+    monkeypatch.setattr("wheel.signals.wait_for_stop_signal", lambda: None)
+    result = CliRunner().invoke(scheduler, [], env=env)
+    assert result.exit_code == 0, result.output
+    (config,) = seen
+    assert config.node_id == "wheel-scheduler-0"
+    assert config.advertise == "wheel-scheduler-0.wheel-scheduler.wheel.svc:7070"
+
+
+def test_the_executor_accepts_its_pod_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`wheel executor` parses the Deployment's environment into a valid ExecutorConfig."""
+    base = _base()
+    env = _env(base[("Deployment", "wheel-executor")], base)
+    seen: list[ExecutorConfig] = []
+
+    async def capture(config: ExecutorConfig) -> None:
+        seen.append(config)
+
+    monkeypatch.setattr("wheel.executor.cli.logs.configure", lambda level: None)
+    monkeypatch.setattr("wheel.executor.executor.run_executor", capture)
+    result = CliRunner().invoke(executor, [], env=env)
+    assert result.exit_code == 0, result.output
+    (config,) = seen
+    assert config.executor_id == "wheel-executor-0"
+    assert config.task_modules == tuple(shlex.split(env["WHEEL_TASKS"]))
+    assert config.token == "whl_placeholder"
+
+
+def test_node_id_comes_from_the_pod_name_and_advertises_the_headless_name() -> None:
+    base = _base()
+    statefulset = base[("StatefulSet", "wheel-scheduler")]
+    env = {entry["name"]: entry for entry in _container(statefulset)["env"]}
+    assert env["WHEEL_NODE_ID"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    headless = base[("Service", statefulset["spec"]["serviceName"])]
+    assert headless["spec"]["clusterIP"] == "None"
+    # Executors keep streaming results to a node that is handing over (not ready).
+    assert headless["spec"]["publishNotReadyAddresses"] is True
+    advertise = _env(statefulset, base)["WHEEL_ADVERTISE"]
+    assert advertise.split(".")[1] == headless["metadata"]["name"]
+
+
+def test_probes_and_ports_are_the_ones_the_node_serves() -> None:
+    base = _base()
+    statefulset = base[("StatefulSet", "wheel-scheduler")]
+    env = _env(statefulset, base)
+    container = _container(statefulset)
+    grpc_port, metrics_port = _port(env["WHEEL_LISTEN"]), _port(env["WHEEL_METRICS_LISTEN"])
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"grpc": grpc_port, "metrics": metrics_port}
+    assert _port(env["WHEEL_ADVERTISE"]) == grpc_port
+    # Readiness: the standard gRPC health service (service ""), SERVING once joined.
+    assert container["readinessProbe"]["grpc"] == {"port": grpc_port}
+    # Liveness: not the gRPC health (NOT_SERVING is not death), and patient.
+    liveness = container["livenessProbe"]
+    assert "grpc" not in liveness
+    probed = liveness.get("tcpSocket", liveness.get("httpGet"))["port"]
+    assert probed in (grpc_port, metrics_port)
+    assert liveness["periodSeconds"] * liveness["failureThreshold"] >= 60
+    for service in (base[("Service", "wheel-scheduler")], base[("Service", "wheel-api")]):
+        by_name = {p["name"]: p for p in service["spec"]["ports"]}
+        assert by_name["grpc"]["port"] == grpc_port
+        assert by_name["metrics"]["port"] == metrics_port
+        assert service["spec"]["selector"] == statefulset["spec"]["selector"]["matchLabels"]
+
+
+def test_executor_metrics_port_is_the_one_it_serves() -> None:
+    base = _base()
+    deployment = base[("Deployment", "wheel-executor")]
+    metrics_port = _port(_env(deployment, base)["WHEEL_METRICS_LISTEN"])
+    container = _container(deployment)
+    assert [p["containerPort"] for p in container["ports"]] == [metrics_port]
+    assert container["livenessProbe"]["httpGet"]["port"] == metrics_port
+
+
+def _setting(env: Mapping[str, str], name: str, default: Any) -> float:
+    return float(env.get(name, default))
+
+
+def test_node_grace_covers_the_hand_over() -> None:
+    """Hand-over (bounded by the etcd session TTL), then results and heartbeats are flushed
+    one after the other, each within drain_timeout_s, then the server stops (1 s grace)."""
+    base = _base()
+    statefulset = base[("StatefulSet", "wheel-scheduler")]
+    env = _env(statefulset, base)
+    defaults = {f.name: f.default for f in dataclasses.fields(SchedulerConfig)}
+    session_ttl_s = _setting(env, "WHEEL_SESSION_TTL_S", defaults["session_ttl_s"])
+    drain_timeout_s = _setting(env, "WHEEL_DRAIN_TIMEOUT_S", defaults["drain_timeout_s"])
+    needed_s = session_ttl_s + 2 * drain_timeout_s + SERVER_STOP_GRACE_S + MARGIN_S
+    grace_s = statefulset["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
+    assert grace_s >= needed_s
+    assert "lifecycle" not in _container(statefulset)  # SIGTERM itself hands over
+
+
+def test_executor_grace_covers_the_drain() -> None:
+    base = _base()
+    deployment = base[("Deployment", "wheel-executor")]
+    env = _env(deployment, base)
+    defaults = {f.name: f.default for f in dataclasses.fields(ExecutorConfig)}
+    drain_timeout_s = _setting(env, "WHEEL_DRAIN_TIMEOUT", defaults["drain_timeout_s"])
+    needed_s = drain_timeout_s + float(defaults["flush_timeout_s"]) + MARGIN_S
+    assert deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] >= needed_s
+
+
+def test_scheduler_is_spread_and_protected() -> None:
+    base = _base()
+    statefulset = base[("StatefulSet", "wheel-scheduler")]
+    spec = statefulset["spec"]["template"]["spec"]
+    (term,) = spec["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    budget = base[("PodDisruptionBudget", "wheel-scheduler")]["spec"]
+    assert budget["maxUnavailable"] == 1
+    assert budget["selector"] == statefulset["spec"]["selector"]
+    resources = _container(statefulset)["resources"]
+    assert "cpu" not in resources["limits"]  # CFS throttling would stall the timing wheel
+    assert {"cpu", "memory"} <= set(resources["requests"])
+
+
+def test_every_workload_runs_as_the_images_non_root_user() -> None:
+    user = int(_final_stage_user().split(":")[0])
+    for (kind, name), doc in _base().items():
+        if kind not in ("StatefulSet", "Deployment", "Job"):
+            continue
+        pod = doc["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True, name
+        assert pod["securityContext"]["runAsUser"] == user, name
+        assert pod["automountServiceAccountToken"] is False, name
+        security = _container(doc)["securityContext"]
+        assert security["readOnlyRootFilesystem"] is True, name
+        assert security["allowPrivilegeEscalation"] is False, name
+
+
+def test_the_executor_autoscaler_scales_on_wheel_metrics_not_cpu() -> None:
+    (hpa,) = _documents(K8S / "overlays" / "autoscaling" / "executor-hpa.yaml")
+    assert hpa["spec"]["scaleTargetRef"]["name"] == "wheel-executor"
+    names = {m["external"]["metric"]["name"] for m in hpa["spec"]["metrics"]}
+    assert {m["type"] for m in hpa["spec"]["metrics"]} == {"External"}
+    assert names == {"wheel_upcoming", "wheel_backlog_age_seconds"}
+    metrics_source = (ROOT / "src" / "wheel" / "scheduler" / "metrics.py").read_text()
+    for name in names:
+        assert f'"{name}"' in metrics_source  # the name the node exports
+
+
+# -- the Dockerfile --------------------------------------------------------------------
+
+COMPILERS = re.compile(r"\b(gcc|g\+\+|clang|cc|build-essential|make|python3?-dev)\b")
+
+
+def _final_stage() -> list[str]:
+    lines = (ROOT / "Dockerfile").read_text().splitlines()
+    instructions = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    starts = [i for i, line in enumerate(instructions) if line.upper().startswith("FROM ")]
+    assert len(starts) >= 2, "the Dockerfile is multi-stage"
+    return instructions[starts[-1] :]
+
+
+def _final_stage_user() -> str:
+    users = [line.split()[1] for line in _final_stage() if line.upper().startswith("USER ")]
+    assert users, "the final stage sets a USER"
+    return users[-1]
+
+
+def test_the_image_runs_as_a_numeric_non_root_user_without_compilers() -> None:
+    user, _, group = _final_stage_user().partition(":")
+    assert user.isdigit()
+    assert int(user) != 0
+    assert group == "" or group.isdigit()
+    assert group != "0"
+    stage = _final_stage()
+    runs = " ".join(line for line in stage if not line.upper().startswith("COPY"))
+    assert not COMPILERS.search(runs), COMPILERS.search(runs)
+    assert not any("apt-get install" in line or "apk add" in line for line in stage)
+    copies = [line for line in stage if line.upper().startswith("COPY")]
+    assert copies
+    assert all("--from=builder" in line for line in copies)
+    assert stage[-2:] == ['ENTRYPOINT ["wheel"]', 'CMD ["--help"]']
