@@ -30,6 +30,7 @@ from wheel.scheduler.config import SchedulerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
+BASE = K8S / "base"
 # The oldest Kubernetes the manifests claim to support (README.md there) and the newest
 # schema bundled with kubernetes-validate.
 KUBERNETES_VERSIONS = ("1.31", kubernetes_validate.latest_version())
@@ -62,8 +63,8 @@ def _manifests() -> Iterator[tuple[Path, Manifest]]:
 def _base() -> dict[tuple[str, str], Manifest]:
     """The base kustomization's resources by (kind, name)."""
     base: dict[tuple[str, str], Manifest] = {}
-    for name in _documents(K8S / "kustomization.yaml")[0]["resources"]:
-        for doc in _documents(K8S / name):
+    for name in _documents(BASE / "kustomization.yaml")[0]["resources"]:
+        for doc in _documents(BASE / name):
             base[(doc["kind"], doc["metadata"]["name"])] = doc
     return base
 
@@ -156,6 +157,18 @@ def test_kustomization_references_resolve(path: Path) -> None:
         assert image["name"] in images, f"{path}: image {image['name']} is used by no container"
 
 
+@pytest.mark.parametrize(
+    "path", sorted(K8S.rglob("kustomization.yaml")), ids=lambda p: str(p.relative_to(K8S))
+)
+def test_no_kustomization_includes_a_directory_that_contains_it(path: Path) -> None:
+    """Kustomize refuses a root that lies inside one it loads ("cycle detected"): overlays
+    sit beside the base, never inside it. (Found by rendering with kubectl kustomize.)"""
+    for entry in _documents(path)[0]["resources"]:
+        target = (path.parent / entry).resolve()
+        if target.is_dir():
+            assert not path.parent.resolve().is_relative_to(target), f"{path}: {entry}"
+
+
 def test_examples_outside_kustomizations_are_deliberate() -> None:
     """Secrets and the adapter rules are examples; every other file is applied."""
     listed: set[Path] = set()
@@ -165,7 +178,7 @@ def test_examples_outside_kustomizations_are_deliberate() -> None:
             listed.add((path.parent / entry).resolve())
     unlisted = {p.relative_to(K8S).as_posix() for p in _yaml_files() if p.resolve() not in listed}
     assert unlisted == {
-        "secrets.example.yaml",
+        "base/secrets.example.yaml",
         "overlays/autoscaling/prometheus-adapter-rules.example.yaml",
     }
 
