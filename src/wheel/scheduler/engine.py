@@ -430,7 +430,12 @@ class Engine:
         waiting = self.blocked.setdefault(item.key.job_id, [])
         if any(w.key == item.key for w in waiting):
             return True
-        if item.overlap == "wait" or not waiting:
+        if item.overlap == "wait":
+            # It was first in line (released, or the one put in the wheel): it stays
+            # first, so runs that wait keep their order however often they are retried.
+            waiting.insert(0, item)
+            return True
+        if not waiting:
             waiting.append(item)
             return True
         self._forget(item.key)

@@ -82,3 +82,17 @@ async def test_a_backfill_puts_one_run_in_the_wheel_and_the_rest_behind_it() -> 
     e.release(PartitionId(3))
     assert e.blocked == {}
     assert e.known == {}
+
+
+async def test_a_waiting_run_blocked_again_keeps_its_place_at_the_front() -> None:
+    e = engine()
+    e.own(PartitionId(3), 1)
+    job = uuid.uuid4()
+    runs = _waiting_runs(job, 4)
+    e.add_due(runs)
+    for _ in range(3):  # the catch-up's retries release the first, and it is blocked again
+        e.retry_blocked()
+        head = e.known[runs[1].key]
+        e.ready.take("default", 10, lambda tenant: 10)
+        assert e._queue_behind(head)
+    assert [r.key for r in e.blocked[JobId(job)]] == [r.key for r in runs[1:]]
