@@ -96,6 +96,8 @@ class VersionConflict(Conflict):
             f"{kind} {ident} is at version {current}, not {expected}: "
             "re-read it and apply the change again"
         )
+        self.kind = kind
+        self.ident = ident
         self.expected = expected
         self.current = current
 
@@ -105,6 +107,8 @@ class InvalidTransition(Conflict):
 
     def __init__(self, kind: str, ident: object, state: str, operation: str) -> None:
         super().__init__(f"cannot {operation} {kind} {ident}: it is {state}")
+        self.kind = kind
+        self.ident = ident
         self.state = state
         self.operation = operation
 

@@ -70,7 +70,19 @@ def to_status(error: WheelError) -> Status | None:
                 break
     if code is None:
         return None
-    return Status(code, str(error), ((KIND, kind),))
+    return Status(code, str(error), ((KIND, kind), *_attributes(error)))
+
+
+def _attributes(error: WheelError) -> tuple[tuple[str, str], ...]:
+    """The attributes an SDK needs to raise the same error with the same fields."""
+    names: tuple[str, ...] = ()
+    if isinstance(error, NotFound):
+        names = ("kind", "ident")
+    elif isinstance(error, VersionConflict):
+        names = ("kind", "ident", "expected", "current")
+    elif isinstance(error, InvalidTransition):
+        names = ("kind", "ident", "state", "operation")
+    return tuple((f"wheel-{name}", str(getattr(error, name))) for name in names)
 
 
 _CODES: dict[type[WheelError], grpc.StatusCode] = {
@@ -104,6 +116,9 @@ def from_status(
         field = metadata.get(FIELD, "request")
         prefix = f"{field}: "
         return InvalidArgument(field, message.removeprefix(prefix))
+    rebuilt = _rebuilt(code, kind, message, metadata)
+    if rebuilt is not None:
+        return rebuilt
     if code is grpc.StatusCode.NOT_FOUND:
         return _described(NotFound, message)
     if code is grpc.StatusCode.ABORTED and kind == "VersionConflict":
@@ -119,6 +134,29 @@ def from_status(
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
         return Unavailable(f"{code.name}: {message}")
     return RemoteError(code, message)
+
+
+def _rebuilt(
+    code: grpc.StatusCode, kind: str, message: str, metadata: Mapping[str, str]
+) -> WheelError | None:
+    """The error built with its own fields from the trailer, when it carries them all and
+    they give back the server's very message (else None: the message alone is used)."""
+    try:
+        attribute = {name: metadata[f"wheel-{name}"] for name in ("kind", "ident")}
+        error: WheelError
+        if code is grpc.StatusCode.NOT_FOUND:
+            error = NotFound(attribute["kind"], attribute["ident"])
+        elif code is grpc.StatusCode.ABORTED and kind == "VersionConflict":
+            expected, current = int(metadata["wheel-expected"]), int(metadata["wheel-current"])
+            error = VersionConflict(attribute["kind"], attribute["ident"], expected, current)
+        elif code is grpc.StatusCode.FAILED_PRECONDITION:
+            state, operation = metadata["wheel-state"], metadata["wheel-operation"]
+            error = InvalidTransition(attribute["kind"], attribute["ident"], state, operation)
+        else:
+            return None
+    except (KeyError, ValueError):
+        return None
+    return error if str(error) == message else None
 
 
 def _described(cls: type[WheelError], message: str) -> WheelError:

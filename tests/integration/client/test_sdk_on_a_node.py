@@ -73,13 +73,15 @@ async def test_jobs_through_the_sdk(client: AsyncClient) -> None:
     assert updated.version > job.version
     assert updated.name == "nightly"
     assert updated.payload == b"{}"
-    with pytest.raises(VersionConflict):
+    with pytest.raises(VersionConflict) as stale:
         await client.update_job(job.id, expected_version=job.version, name="stale")
+    assert (stale.value.expected, stale.value.current) == (job.version, updated.version)
 
     assert (await client.pause_job(job.id)).status is JobStatus.PAUSED
     assert (await client.pause_job(job.id)).status is JobStatus.PAUSED
-    with pytest.raises(InvalidTransition):
+    with pytest.raises(InvalidTransition) as paused:
         await client.trigger_job(job.id)
+    assert (paused.value.state, paused.value.operation) == ("paused", "trigger")
     assert (await client.resume_job(job.id)).status is JobStatus.ACTIVE
 
     previewed = await client.preview_schedule(

@@ -53,6 +53,9 @@ def test_each_error_maps_to_its_code_and_back(
         assert (again.field, again.reason) == (error.field, error.reason)
     elif not isinstance(error, StoreUnavailable):
         assert str(again) == str(error)
+    for name in ("kind", "expected", "current", "state", "operation"):
+        if hasattr(error, name):
+            assert getattr(again, name) == getattr(error, name), name
 
 
 def test_an_unavailable_store_is_a_plain_sentence_without_the_driver_detail() -> None:
