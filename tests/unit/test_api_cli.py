@@ -383,3 +383,18 @@ def test_the_wheel_command_runs_them(address: str, api: FakeApi, monkeypatch: An
     assert process.returncode == 1, process.stderr
     expected = f"wheel: error: execution {missing}@20270101T000000.000000Z not found\n"
     assert process.stderr == expected
+
+
+def test_error_text_is_shown_as_written_never_as_markup(address: str, api: FakeApi) -> None:
+    ident = seed_job(api).id
+    error = "FileNotFoundError: [/tmp/in.csv] missing [bold]x[/bold]\n  File ..."
+    dead = api.add_execution(
+        ident, NOW, pb.EXECUTION_STATUS_DEAD, attempt=1, error=error,
+        attempts=[pb.Attempt(number=1, executor_id="ex-7", fence=1, outcome="failed",
+                             error=error)],
+    )  # fmt: skip
+    listed = ok(run(executions, address, "list"))
+    assert "[/tmp/in.csv] missing [bold]x[/bold]" in listed
+    assert "File ..." not in listed, "lists show an error's first line"
+    shown = ok(run(executions, address, "get", dead.id))
+    assert "[/tmp/in.csv]" in shown
