@@ -27,6 +27,7 @@ import asyncio
 import json
 import os
 import sys
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,7 +55,7 @@ from wheel.dev_processes import (
 )
 from wheel.dev_signals import StopSignals
 from wheel.dev_view import LiveView
-from wheel.errors import ConfigError, LocalServiceError
+from wheel.errors import ConfigError, LocalServiceError, WheelError
 from wheel.local import LocalServices
 from wheel.local.ports import LOOPBACK
 from wheel.model.ids import TenantId
@@ -174,6 +175,7 @@ class DevCluster:
     token: str = ""
     token_is_new: bool = False
     executor_token: str = field(default="", repr=False)
+    executor_token_id: uuid.UUID | None = None
     examples_made: list[JobSpec] = field(default_factory=list)
 
     @property
@@ -209,7 +211,8 @@ class DevCluster:
             )
             # The executor's own token (the stream refuses tenants' tokens): a fresh one
             # each start, handed over in its environment, never written down.
-            _, self.executor_token = await store.tenants.create_executor_token(EXECUTOR_ID)
+            info, self.executor_token = await store.tenants.create_executor_token(EXECUTOR_ID)
+            self.executor_token_id = info.id
             self.spawn()
             write_state(config.state_path, self.state())
             await self.wait_ready()
@@ -297,6 +300,20 @@ class DevCluster:
         if self.executor is not None:
             _report(await stop_all([self.executor], timeout_s=EXECUTOR_STOP_S, hurry=hurry))
         _report(await stop_all(self.nodes, timeout_s=NODE_STOP_S, hurry=hurry))
+        await self._revoke_executor_token()
+
+    async def _revoke_executor_token(self) -> None:
+        """This run's executor token dies with it (each start makes a new one)."""
+        if self.executor_token_id is None:
+            return
+        try:
+            store = await Store.open(self.dsn, min_size=1, max_size=1)
+            try:
+                await store.tenants.revoke_token(self.executor_token_id)
+            finally:
+                await store.close()
+        except WheelError as exc:  # Postgres already gone: the token stays, unused
+            click.echo(f"wheel dev: the executor token was not revoked: {exc}", err=True)
 
     def state(self) -> dict[str, Any]:
         """dev.json: endpoints, process ids and the token."""
