@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from tests.unit.client.conftest import TOKEN, seed_job
-from tests.unit.client.fake_api import DST_NOTE, NOW, FakeApi, ServedApi
+from tests.unit.client.fake_api import DST_NOTE, NOW, FakeApi, serving
 from wheel import cli
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.api.convert import policies_from, schedule_from
@@ -36,11 +36,8 @@ def api() -> FakeApi:
 
 @pytest.fixture
 def address(api: FakeApi) -> Iterator[str]:
-    served = ServedApi(api)
-    try:
-        yield served.start()
-    finally:
-        served.stop()
+    with serving(api) as served:
+        yield served
 
 
 def run(group: click.Group, address: str, *args: str, **env: str) -> Result:

@@ -94,10 +94,15 @@ def _pick(table: Mapping[Any, T], value: int, field: str) -> T:
         raise InvalidArgument(field, f"{value} is not a known value") from None
 
 
-def _inverse(table: Mapping[K, T], value: T) -> K:
-    """The message value for a model value: the explicit one, not the DEFAULT alias."""
-    keys = [k for k, v in table.items() if v == value]
-    return max(keys)
+def _inverse(table: Mapping[K, T]) -> dict[T, K]:
+    """Model value -> message value: the explicit one, not the DEFAULT alias (key 0)."""
+    return {value: key for key, value in sorted(table.items(), key=lambda item: item[0])}
+
+
+_GAP_TO = _inverse(_GAP)
+_FOLD_TO = _inverse(_FOLD)
+_MISFIRE_TO = _inverse(_MISFIRE)
+_OVERLAP_TO = _inverse(_OVERLAP)
 
 
 # -- scalars --------------------------------------------------------------------------------
@@ -280,9 +285,7 @@ def schedule_to(schedule: mj.Schedule) -> pb.Schedule:
         expression=schedule.cron or "",
         time_zone=schedule.time_zone,
         smear=to_duration(schedule.smear),
-        dst=pb.DstPolicy(
-            gap=_inverse(_GAP, schedule.dst_gap), fold=_inverse(_FOLD, schedule.dst_fold)
-        ),
+        dst=pb.DstPolicy(gap=_GAP_TO[schedule.dst_gap], fold=_FOLD_TO[schedule.dst_fold]),
     )
     if schedule.starts_at is not None:
         cron.start.CopyFrom(to_timestamp(schedule.starts_at))
@@ -299,10 +302,10 @@ def policies_to(policies: mj.Policies) -> pb.JobPolicies:
             backoff_cap=to_duration(policies.backoff_cap),
         ),
         idempotent=policies.idempotent,
-        misfire=_inverse(_MISFIRE, policies.misfire),
+        misfire=_MISFIRE_TO[policies.misfire],
         misfire_grace=to_duration(policies.misfire_grace),
         misfire_replay_cap=policies.misfire_replay_cap,
-        overlap=_inverse(_OVERLAP, policies.overlap),
+        overlap=_OVERLAP_TO[policies.overlap],
         timeout=to_duration(policies.timeout),
         priority=policies.priority,
         pool=policies.pool,

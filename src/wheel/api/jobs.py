@@ -81,15 +81,6 @@ class JobsApi:
             request.name, request.task_type, request.payload, request.schedule, request.policies
         )
         now = self._clock()
-        if job_id is not None:
-            existing = await self._existing(tenant, job_id)
-            if existing is not None:
-                if existing.spec != spec:
-                    raise Conflict(f"job {job_id} exists with another definition")
-                plan = compile_schedule(
-                    existing.spec.schedule, existing.id, now=existing.created_at
-                )
-                return self._created(existing, plan, now, count)
         try:
             with convert.request_fields():
                 registered = await register_job(
@@ -101,11 +92,14 @@ class JobsApi:
                     clock=lambda: now,
                 )
         except Conflict:
-            # The same id, made meanwhile by a repeat of this call (or taken by another tenant).
+            # The id is taken: by an earlier try of this very call (answer what it made),
+            # by another definition of this tenant's, or by another tenant's job.
             assert job_id is not None
             existing = await self._existing(tenant, job_id)
-            if existing is None or existing.spec != spec:
+            if existing is None:
                 raise
+            if existing.spec != spec:
+                raise Conflict(f"job {job_id} exists with another definition") from None
             plan = compile_schedule(spec.schedule, job_id, now=existing.created_at)
             return self._created(existing, plan, now, count)
         return self._created(registered.job, registered.plan, now, count)
@@ -250,9 +244,7 @@ class JobsApi:
             )
             for run in runs
         ]
-        await self._store.occurrences.ensure_partitions(occurrences)
         inserted = set(await self._store.occurrences.insert(occurrences))
-        await self._store.occurrences.note_inserted(occurrences)
         keys = [o.key for o in occurrences]
         return api.BackfillJobResponse(
             created_ids=[k.id for k in keys if k in inserted],

@@ -89,6 +89,7 @@ class SchedulerNode:
         self._health: health.aio.HealthServicer | None = None
         self._health_status: int | None = None
         self._breakers_published: tuple[int, object] | None = None
+        self._layout = Layout(config.cluster)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -109,7 +110,7 @@ class SchedulerNode:
             config.postgres_dsn, min_size=1, max_size=config.api_pool_size
         )
         etcd = self._etcd = await Etcd.connect(config.etcd_endpoint)
-        layout = Layout(config.cluster)
+        layout = self._layout
         partitions = await partition_count(etcd, layout, config.partitions)
         links = Links()
         engine = self.engine = Engine(config, store, links)
@@ -253,7 +254,7 @@ class SchedulerNode:
             assert self._etcd is not None
             self.membership = Membership(
                 self._etcd,
-                Layout(self.config.cluster),
+                self._layout,
                 self.node_id,
                 ttl_s=self.config.session_ttl_s,
                 on_acquired=self._acquired,
@@ -312,7 +313,7 @@ class SchedulerNode:
         published = (session.lease_id, document)
         if published == self._breakers_published:
             return
-        key = f"{Layout(self.config.cluster).breakers}{self.node_id}"
+        key = f"{self._layout.breakers}{self.node_id}"
         try:
             await etcd.put(key, encode(document), lease=session.lease_id)
         except CoordinatorError:

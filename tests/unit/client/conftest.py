@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.unit.client.fake_api import NOW, FakeApi, ServedApi
+from tests.unit.client.fake_api import NOW, FakeApi, serving
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.api.convert import policies_to, schedule_to
 from wheel.client import cron
@@ -43,11 +43,8 @@ def api() -> FakeApi:
 
 @pytest.fixture
 def address(api: FakeApi) -> Iterator[str]:
-    served = ServedApi(api)
-    try:
-        yield served.start()
-    finally:
-        served.stop()
+    with serving(api) as address:
+        yield address
 
 
 @pytest.fixture
@@ -57,8 +54,5 @@ def second_api() -> FakeApi:
 
 @pytest.fixture
 def second_address(second_api: FakeApi) -> Iterator[str]:
-    served = ServedApi(second_api)
-    try:
-        yield served.start()
-    finally:
-        served.stop()
+    with serving(second_api) as address:
+        yield address

@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -459,3 +460,13 @@ class ServedApi:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
         self._loop.close()
+
+
+@contextmanager
+def serving(api: FakeApi, credentials: grpc.ServerCredentials | None = None) -> Iterator[str]:
+    """`api` served for the block: its address."""
+    served = ServedApi(api, credentials)
+    try:
+        yield served.start()
+    finally:
+        served.stop()

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from tests.tls_material import TlsFiles, make_tls_files
 from tests.unit.client.conftest import TOKEN
-from tests.unit.client.fake_api import FakeApi, ServedApi
+from tests.unit.client.fake_api import FakeApi, serving
 from wheel.api_cli import jobs
 from wheel.client import AsyncClient, Client
 from wheel.errors import Unavailable
@@ -24,12 +24,8 @@ def tls(tmp_path: Path) -> TlsFiles:
 
 @pytest.fixture
 def tls_address(api: FakeApi, tls: TlsFiles) -> Iterator[str]:
-    served = ServedApi(api, server_credentials(str(tls.cert), str(tls.key)))
-    port = served.start().rsplit(":", 1)[1]
-    try:
-        yield f"localhost:{port}"  # the name the certificate is for
-    finally:
-        served.stop()
+    with serving(api, server_credentials(str(tls.cert), str(tls.key))) as address:
+        yield f"localhost:{address.rsplit(':', 1)[1]}"  # the name the certificate is for
 
 
 async def test_tls_with_a_private_ca(tls_address: str, tls: TlsFiles, api: FakeApi) -> None:
