@@ -1,6 +1,48 @@
+-- Two changes to the claim path, in one migration:
+--
 -- Record which node claimed an occurrence, for `explain`: the claim already
 -- reads the partition's epoch row, which names its owner.
+--
+-- A manual trigger or a backfill is asked for by a person, and a retry is the
+-- same run again: the overlap policy must not skip them. While another run of
+-- the job is leased they are 'blocked' (never 'skipped'), and the due load
+-- marks them 'wait' so the node keeps every such run queued behind the
+-- running one, not just one.
 ALTER TABLE executions ADD COLUMN claimed_by text;
+
+CREATE OR REPLACE FUNCTION wheel_load_due(
+    p_partitions integer[], p_before timestamptz, p_after_fire_at timestamptz,
+    p_after_job_id uuid, p_after_scheduled_for timestamptz, p_limit integer,
+    p_created_after timestamptz
+) RETURNS TABLE (
+    job_id uuid, scheduled_for timestamptz, partition integer, fire_at timestamptz,
+    priority integer, job_version bigint, tenant_id uuid, pool text, task_type text,
+    overlap text
+) LANGUAGE sql STABLE
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+AS $$
+    SELECT e.job_id, e.scheduled_for, e.partition, e.fire_at, e.priority, e.job_version,
+           e.tenant_id, j.pool, j.task_type,
+           -- A manual or backfilled run, or a retry, is never skipped by the overlap
+           -- policy: it waits.
+           CASE WHEN (e.trigger <> 'schedule' OR e.attempt > 0) AND j.overlap <> 'allow'
+                THEN 'wait' ELSE j.overlap END
+    FROM executions e
+    CROSS JOIN LATERAL (
+        SELECT j.pool, j.task_type, j.overlap
+        FROM jobs j
+        WHERE j.id = e.job_id AND j.status = 'active'
+        LIMIT 1
+    ) j
+    WHERE e.partition = ANY(p_partitions)
+      AND e.status = 'pending'
+      AND e.fire_at < p_before
+      AND (e.fire_at, e.job_id, e.scheduled_for)
+          > (p_after_fire_at, p_after_job_id, p_after_scheduled_for)
+      AND (p_created_after IS NULL OR e.created_at >= p_created_after)
+    ORDER BY e.fire_at, e.job_id, e.scheduled_for
+    LIMIT p_limit
+$$;
 
 CREATE OR REPLACE FUNCTION wheel_claim(
     p_partitions integer[], p_epochs bigint[], p_job_ids uuid[], p_scheduled_fors timestamptz[],
@@ -28,7 +70,9 @@ AS $$
                    WHEN j.overlap <> 'allow' AND EXISTS (
                        SELECT 1 FROM executions o
                        WHERE o.job_id = e.job_id AND o.status IN ('dispatched', 'running'))
-                       THEN CASE WHEN j.overlap = 'skip' THEN 'skipped' ELSE 'blocked' END
+                       THEN CASE WHEN j.overlap = 'skip' AND e.trigger = 'schedule'
+                                      AND e.attempt = 0
+                                 THEN 'skipped' ELSE 'blocked' END
                    ELSE 'claimed'
                END AS state
         FROM unnest(p_job_ids, p_scheduled_fors) AS w (job_id, scheduled_for)
