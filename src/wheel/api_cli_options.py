@@ -14,7 +14,7 @@ import functools
 import json
 import re
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypeVar
@@ -63,8 +63,16 @@ class DurationType(click.ParamType[timedelta, Any]):
         return timedelta(seconds=sum(float(number) * _UNIT_S[unit] for number, unit in parts))
 
 
+_RELATIVE = re.compile(r"(now)?\s*([+-])\s*(\S+)")
+
+
 class InstantType(click.ParamType[datetime, Any]):
-    """ISO 8601 with a UTC offset: "2027-03-28T01:30:00+01:00", "2027-03-28T00:30:00Z"."""
+    """ISO 8601 with a UTC offset ("2027-03-28T01:30:00+01:00", "2027-03-28T00:30:00Z"), or
+    relative to now: "now", "now-3d", "-3d", "+1h30m" (resolved when the command runs).
+
+    Relative instants keep scripts and docs from rotting: a backfill "from three
+    days ago" stays inside the retention window whenever it runs.
+    """
 
     name = "instant"
 
@@ -73,10 +81,22 @@ class InstantType(click.ParamType[datetime, Any]):
     ) -> datetime:
         if isinstance(value, datetime):
             return value
+        text = str(value).strip()
+        if text.lower() == "now":
+            return datetime.now(UTC)
+        relative = _RELATIVE.fullmatch(text.lower())
+        if relative is not None:
+            _, sign, amount = relative.groups()
+            offset = DURATION.convert(amount, param, ctx)
+            return datetime.now(UTC) + (offset if sign == "+" else -offset)
         try:
-            instant = datetime.fromisoformat(str(value))
+            instant = datetime.fromisoformat(text)
         except ValueError:
-            self.fail(f"{value!r} is not an ISO 8601 instant", param, ctx)
+            self.fail(
+                f"{value!r} is not an ISO 8601 instant or a time from now (now, -3d, +1h)",
+                param,
+                ctx,
+            )
         if instant.tzinfo is None:
             self.fail(f"{value!r} needs a UTC offset (e.g. +01:00 or Z)", param, ctx)
         return instant

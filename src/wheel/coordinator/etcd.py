@@ -11,6 +11,8 @@ translates aetcd's and gRPC's errors once, into wheel's.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -52,6 +54,17 @@ def translated(call: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
     return wrapper
 
 
+CHANNEL_OPTIONS = {
+    # gRPC's default reconnect backoff grows to 120 s: an etcd that restarted would
+    # go unseen for minutes, past every session deadline. Retry within a second.
+    "grpc.initial_reconnect_backoff_ms": 100,
+    "grpc.min_reconnect_backoff_ms": 100,
+    "grpc.max_reconnect_backoff_ms": 1000,
+    # Channels share subchannels (and their backoff) process-wide by default.
+    "grpc.use_local_subchannel_pool": 1,
+}
+
+
 @dataclass(frozen=True, slots=True)
 class KeyValue:
     key: str
@@ -80,23 +93,37 @@ def _kv(raw: Any) -> KeyValue:
     )
 
 
+async def _cancel_quietly(watch: Any) -> None:
+    with contextlib.suppress(Exception):  # etcd away: the stream's end drops the watch too
+        await watch.cancel()
+
+
 class Etcd:
     """One connection to etcd; every method is one round trip unless it says otherwise."""
 
     def __init__(self, client: aetcd.Client) -> None:
         self._client = client
+        self._background: set[asyncio.Future[Any]] = set()
 
     @classmethod
     @translated
     async def connect(cls, endpoint: str, *, timeout_s: float = 5.0) -> Etcd:
         """Connect to `endpoint` (`http://host:port`)."""
         host, _, port = endpoint.removeprefix("http://").rpartition(":")
-        client = aetcd.Client(host=host, port=int(port), timeout=timeout_s)
+        client = aetcd.Client(host=host, port=int(port), timeout=timeout_s, options=CHANNEL_OPTIONS)
         await client.connect()
         return cls(client)
 
     async def close(self) -> None:
         await self._client.close()
+
+    def _cancel_created(self, creating: asyncio.Future[Any]) -> None:
+        """A watch created after its caller left: cancel it on etcd's side."""
+        if creating.cancelled() or creating.exception() is not None:
+            return
+        cancelling = asyncio.ensure_future(_cancel_quietly(creating.result()))
+        self._background.add(cancelling)
+        cancelling.add_done_callback(self._background.discard)
 
     @translated
     async def get_prefix(self, prefix: str) -> tuple[list[KeyValue], int]:
@@ -168,8 +195,16 @@ class Etcd:
         HistoryCompacted: re-list and watch from the list's revision + 1.
         CoordinatorUnavailable: resume from the last revision seen + 1.
         """
+        creating = asyncio.ensure_future(
+            self._client.watch_prefix(prefix.encode(), start_revision=start_revision)
+        )
         try:
-            watch = await self._client.watch_prefix(prefix.encode(), start_revision=start_revision)
+            # Never cancelled halfway: aetcd pairs a created reply with the oldest
+            # pending create, so an abandoned create would answer the next caller's.
+            watch = await asyncio.shield(creating)
+        except asyncio.CancelledError:
+            creating.add_done_callback(self._cancel_created)
+            raise
         except aetcd.exceptions.RevisionCompactedError as exc:
             raise HistoryCompacted(exc.compacted_revision) from exc
         except (aetcd.exceptions.ClientError, grpc.aio.AioRpcError) as exc:

@@ -56,7 +56,11 @@ class Layout:
         return f"{self.partitions}{partition:04d}"
 
     def partition_of(self, key: str) -> PartitionId:
-        return PartitionId(int(key.removeprefix(self.partitions)))
+        """The partition a `partitions/<nnnn>` key names; ValueError for any other key."""
+        name = key.removeprefix(self.partitions)
+        if name == key or not name.isdigit() or not name.isascii():
+            raise ValueError(f"{key[:200]!r} is not a partition key under {self.partitions}")
+        return PartitionId(int(name))
 
 
 def encode(document: dict[str, Any]) -> bytes:

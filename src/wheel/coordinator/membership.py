@@ -10,6 +10,7 @@ backing off while etcd stays away. Cancelling hands every partition over.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 from wheel.coordinator.etcd import Etcd
@@ -72,10 +73,13 @@ class Membership:
                 await self._member(session)
             except CoordinatorError as exc:
                 log.warning("membership.lost", extra={"node": self.node_id, "error": str(exc)})
-                await session.close()
             finally:
                 self.session = None
                 self.joined.clear()
+                # Revoked even when lost: etcd may still hold a lease this side gave up on
+                # (an etcd restart renews every lease), and its keys would keep the
+                # partitions from the next session until it expired.
+                await session.close()
 
     async def _member(self, session: Session) -> None:
         count = await partition_count(self._etcd, self._layout, self._default_partitions)
@@ -96,6 +100,8 @@ class Membership:
             await session.lost.wait()
             await ownership.stop(hand_over=False)  # already released at the deadline
         except asyncio.CancelledError:
-            await ownership.stop(hand_over=True)
-            await session.close()
+            # Cancelled means gone, whatever etcd says: a failed hand-over leaves the
+            # keys to expire with the lease, and the cancellation goes on.
+            with contextlib.suppress(CoordinatorError):
+                await ownership.stop(hand_over=True)
             raise

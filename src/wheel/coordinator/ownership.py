@@ -24,10 +24,11 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from wheel.coordinator import hrw
-from wheel.coordinator.etcd import Etcd
+from wheel.coordinator.etcd import Etcd, KeyValue
 from wheel.coordinator.layout import DEFAULT_PARTITIONS, Layout, decode, encode
 from wheel.coordinator.mirror import PrefixMirror
 from wheel.coordinator.session import Session
+from wheel.errors import CoordinatorError, WheelError
 from wheel.model.ids import PartitionId
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,11 @@ class Ownership:
         self._task: asyncio.Task[None] | None = None
         self.settled = asyncio.Event()
         """Set whenever a reconciliation leaves nothing to do; replaced on the next change."""
+        self.healthy = False
+        """True while the last reconciliation succeeded: health reports NOT_SERVING otherwise."""
+        self.failures = 0
+        """Reconciliations that failed in a row."""
+        self._unreadable: set[str] = set()
 
     async def start(self) -> None:
         await self._etcd.put(
@@ -109,13 +115,19 @@ class Ownership:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        if hand_over:
-            for partition in list(self.held):
-                await self._release(partition)
-        else:
-            await self._lose_everything()
-        await self._nodes.stop()
-        await self._keys.stop()
+        self.healthy = False
+        try:
+            if hand_over:
+                for partition in list(self.held):
+                    try:
+                        await self._release(partition)
+                    except CoordinatorError:
+                        continue  # released here; its key goes when the lease does
+            else:
+                await self._lose_everything()
+        finally:
+            await self._nodes.stop()
+            await self._keys.stop()
 
     def _poke(self) -> None:
         self.settled = asyncio.Event() if self.settled.is_set() else self.settled
@@ -127,17 +139,22 @@ class Ownership:
         try:
             while True:
                 if self._session.lost.is_set():
+                    self.healthy = False
                     await self._lose_everything()
                     return
                 self._wake.clear()
                 try:
                     await self._reconcile()
                     delay = RETRY_MIN_S
+                    self.healthy, self.failures = True, 0
                 except Exception as exc:  # etcd, or a callback's store: retry, never give up
-                    log.warning(
-                        "ownership.reconcile_failed",
-                        extra={"node": self.node_id, "error": repr(exc)},
-                    )
+                    self.healthy = False
+                    self.failures += 1
+                    extra = {"node": self.node_id, "error": repr(exc), "failures": self.failures}
+                    if isinstance(exc, WheelError):
+                        log.warning("ownership.reconcile_failed", extra=extra)
+                    else:
+                        log.exception("ownership.reconcile_failed", extra=extra)
                     self._wake_later(delay)
                     delay = min(delay * 2, RETRY_MAX_S)
                 if not self._wake.is_set():
@@ -156,7 +173,7 @@ class Ownership:
         desired = hrw.share(self.node_id, live, self._count)
         for partition in sorted(set(self.held) - desired):
             await self._release(partition)
-        holders = {self._layout.partition_of(key): kv for key, kv in self._keys.items.items()}
+        holders = self._holders()
         for partition, kv in sorted(holders.items()):
             # A key under our lease that we do not count as held: a create whose reply was
             # lost, or a release whose delete failed. Adopt it if wanted, else delete it.
@@ -177,6 +194,24 @@ class Ownership:
             if epoch is not None:
                 await self._acquired(partition, epoch)
 
+    def _holders(self) -> dict[PartitionId, KeyValue]:
+        """The partition keys by partition; a key that names none is logged and left."""
+        holders: dict[PartitionId, KeyValue] = {}
+        for key, kv in self._keys.items.items():
+            try:
+                partition = self._layout.partition_of(key)
+            except ValueError:
+                partition = PartitionId(-1)
+            if not 0 <= partition < self._count:
+                if key not in self._unreadable:
+                    self._unreadable.add(key)
+                    log.warning(
+                        "ownership.unreadable_key", extra={"node": self.node_id, "key": key[:200]}
+                    )
+                continue
+            holders[partition] = kv
+        return holders
+
     async def _acquired(self, partition: PartitionId, epoch: int) -> None:
         """Tell the node; if it fails, the partition was never acquired (key freed, retried)."""
         self.held[partition] = epoch
@@ -196,7 +231,7 @@ class Ownership:
         """Stop firing (the callback), forget it, then free the key for the next owner.
 
         A failed delete leaves a key under our lease that we do not hold: the next
-        reconciliation deletes it.
+        reconciliation deletes it (or the lease's end does).
         """
         epoch = self.held[partition]
         await self._on_released(partition)

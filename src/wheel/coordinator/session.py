@@ -38,11 +38,14 @@ class Session:
         self.refreshed = asyncio.Event()
         """Set after each successful keep-alive, then replaced: await the next one."""
         self._task: asyncio.Task[None] | None = None
+        self._closed = False
 
     @classmethod
-    async def open(cls, etcd: Etcd, *, ttl_s: int) -> Session:
+    async def open(
+        cls, etcd: Etcd, *, ttl_s: int, clock: Callable[[], float] = time.monotonic
+    ) -> Session:
         """Grant a lease and start keeping it alive."""
-        session = cls(etcd, ttl_s=ttl_s)
+        session = cls(etcd, ttl_s=ttl_s, clock=clock)
         sent = session._clock()
         session.lease_id = await etcd.grant(ttl_s)
         session.deadline = sent + ttl_s
@@ -53,16 +56,24 @@ class Session:
         return not self.lost.is_set() and self._clock() < self.deadline
 
     async def close(self) -> None:
-        """Stop keeping the lease alive and revoke it (its keys go at once)."""
-        was_alive = self.alive()
+        """Stop keeping the lease alive and revoke it (its keys go at once).
+
+        The lease is revoked even when the local deadline has passed: the
+        deadline is conservative (it counts from when a keep-alive was sent), so
+        under load etcd may still hold a lease this side already gave up on, and
+        the keys under it must not outlive a clean exit by a TTL.
+        """
+        if self._closed:
+            return
+        self._closed = True
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        if was_alive:
-            with contextlib.suppress(CoordinatorError):
-                await self._etcd.revoke(self.lease_id)
         self.lost.set()
+        if self.lease_id:
+            with contextlib.suppress(CoordinatorError):  # gone already, or etcd away: it expires
+                await self._etcd.revoke(self.lease_id)
 
     async def _keep_alive(self) -> None:
         try:

@@ -49,6 +49,11 @@ class Registration:
                 await asyncio.sleep(delay_s)  # backoff while etcd is away
                 delay_s = min(delay_s * 2, RETRY_MAX_S)
                 continue
+            except asyncio.CancelledError:
+                # Stopped while registering: the entry may be written already.
+                if session is not None:
+                    await session.close()
+                raise
             delay_s = RETRY_MIN_S
             self.sessions += 1
             self.registered.set()

@@ -59,15 +59,22 @@ class EtcdServer:
         return f"http://{LOOPBACK}:{self.port}"
 
     @classmethod
-    def start(cls, data_dir: Path, *, port: int = 0, durable: bool = True) -> EtcdServer:
-        """Start etcd with its data in `data_dir` on `port` (0: a free one); wait until healthy."""
+    def start(
+        cls, data_dir: Path, *, port: int = 0, peer_port: int = 0, durable: bool = True
+    ) -> EtcdServer:
+        """Start etcd with its data in `data_dir` on `port` (0: a free one); wait until healthy.
+
+        Given the `port` and `peer_port` of an earlier run on the same `data_dir`,
+        this restarts that etcd with its data: what a killed etcd does when it
+        comes back.
+        """
         data_dir.mkdir(parents=True, exist_ok=True)
         log_path = data_dir / "etcd.log"
         last_error: LocalServiceError | None = None
         for _ in range(BIND_ATTEMPTS if port == 0 else 1):
-            client_port, peer_port = port or free_port(), free_port()
+            client_port, peer = port or free_port(), peer_port or free_port()
             child = process.spawn(
-                _argv(data_dir, client_port, peer_port, durable),
+                _argv(data_dir, client_port, peer, durable),
                 log_path=log_path,
                 death_signal=signal.SIGKILL,
             )
@@ -83,7 +90,7 @@ class EtcdServer:
                 process.stop(child, signal.SIGKILL, STOP_TIMEOUT_S)
                 last_error = exc
                 continue
-            return cls(data_dir, client_port, peer_port, child, log_path)
+            return cls(data_dir, client_port, peer, child, log_path)
         assert last_error is not None
         raise last_error
 

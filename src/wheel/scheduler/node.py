@@ -62,6 +62,7 @@ _MAINTAIN_INTERVAL_S = 600.0
 _LOOP_RETRY_MAX_S = 5.0
 _STATS_INTERVAL_S = 10.0
 _BREAKERS_INTERVAL_S = 1.0
+_HEALTH_INTERVAL_S = 0.5
 
 
 class SchedulerNode:
@@ -193,6 +194,7 @@ class SchedulerNode:
             self._every("clock", config.clock_check_interval_s, self._check_clock),
             self._every("stats", _STATS_INTERVAL_S, self._log_stats),
             self._every("breakers", _BREAKERS_INTERVAL_S, self._publish_breakers),
+            self._every("health", _HEALTH_INTERVAL_S, self._refresh_health),
             asyncio.create_task(self._membership_while_fit(), name="membership"),
         ]
         log.info("node.started", extra={"node": self.node_id, "address": self.address})
@@ -231,11 +233,24 @@ class SchedulerNode:
         finally:
             await self.stop()
 
+    def serving(self) -> bool:
+        """A member with its partitions loaded, reconciling ownership, on a sane clock."""
+        membership = self.membership
+        ownership = membership.ownership if membership is not None else None
+        return (
+            self.ready.is_set()
+            and self.clock_fit.is_set()
+            and membership is not None
+            and membership.joined.is_set()
+            and ownership is not None
+            and ownership.healthy
+        )
+
     async def _refresh_health(self) -> None:
-        """SERVING while the node is a member with its partitions loaded and a sane clock."""
+        """SERVING while `serving()`: what a readiness probe asks."""
         if self._health is None:
             return
-        serving = self.ready.is_set() and self.clock_fit.is_set()
+        serving = self.serving()
         status = (
             health_pb2.HealthCheckResponse.SERVING
             if serving

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 import grpc
 import pytest
@@ -40,21 +41,36 @@ async def rpc_error(call: object) -> grpc.aio.AioRpcError:
     return caught.value
 
 
+def next_spring_forward(zone: str, after: datetime) -> date:
+    """The first day after `after` on which `zone`'s clocks go forward."""
+    tz = ZoneInfo(zone)
+    day = after.date() + timedelta(days=1)
+    while True:
+        noon, next_noon = (datetime.combine(d, time(12), tz) for d in (day, day + timedelta(1)))
+        offset, next_offset = noon.utcoffset(), next_noon.utcoffset()
+        assert offset is not None
+        assert next_offset is not None
+        if next_offset > offset:
+            return day + timedelta(days=1)
+        day += timedelta(days=1)
+
+
 async def test_create_answers_the_job_and_its_next_runs_with_dst_notes(api: Api) -> None:
     a = api.alice
+    gap = next_spring_forward("Europe/London", datetime.now(UTC) + timedelta(days=3))
+    start = datetime.combine(gap - timedelta(days=2), time(0), UTC)
     created = await a.jobs.CreateJob(
-        create(preview=3, schedule=cron("30 1 * * *", "Europe/London", start=to_timestamp(
-            datetime(2027, 3, 26, tzinfo=UTC)))),
+        create(preview=3, schedule=cron("30 1 * * *", "Europe/London", start=to_timestamp(start))),
         metadata=a.metadata,
-    )  # fmt: skip
+    )
     assert created.job.version == 1
     assert created.job.status == pb.JOB_STATUS_ACTIVE
     wall = [run.wall_time for run in created.next_runs]
-    # 28 March 2027: 01:30 does not exist in London; the default rule runs it at 02:00 BST.
+    # The day London goes forward, 01:30 does not exist; the default rule runs it at 02:00 BST.
     assert wall == [
-        "2027-03-26T01:30:00+00:00",
-        "2027-03-27T01:30:00+00:00",
-        "2027-03-28T02:00:00+01:00",
+        f"{gap - timedelta(days=2)}T01:30:00+00:00",
+        f"{gap - timedelta(days=1)}T01:30:00+00:00",
+        f"{gap}T02:00:00+01:00",
     ]
     assert created.next_runs[2].note
     assert "does not exist" in created.next_runs[2].note

@@ -57,7 +57,8 @@ async def client(node: SchedulerNode, token: str, refusing: str) -> AsyncIterato
 
 
 async def test_jobs_through_the_sdk(client: AsyncClient) -> None:
-    schedule = wheel.cron("30 1 * * *", "Europe/London", end=datetime(2030, 1, 1, tzinfo=UTC))
+    end = datetime.now(UTC).replace(microsecond=0) + timedelta(days=1000)
+    schedule = wheel.cron("30 1 * * *", "Europe/London", end=end)
     created = await client.create_job(
         "nightly", "reports.nightly", schedule, payload=b"{}", policies=Policies(max_attempts=4)
     )

@@ -37,3 +37,19 @@ async def test_etcd_gone_silent_loses_the_session_by_its_deadline(own_etcd: Etcd
     assert session.deadline <= stopped_at + 2
     os.kill(own_etcd.process.pid, signal.SIGCONT)
     await etcd.close()
+
+
+async def test_closing_revokes_even_a_lease_this_side_has_given_up_on(
+    own_etcd: EtcdServer,
+) -> None:
+    """The local deadline is conservative: past it, etcd may still hold the lease (a
+    loaded machine, a late keep-alive). A clean exit must not leave its keys a TTL."""
+    now = [time.monotonic()]
+    etcd = await Etcd.connect(own_etcd.endpoint)
+    session = await Session.open(etcd, ttl_s=30, clock=lambda: now[0])
+    await etcd.put("/w/executors/x", b"{}", lease=session.lease_id)
+    now[0] += 31  # this side's deadline has passed; etcd's has not
+    assert not session.alive()
+    await session.close()
+    assert await etcd.get("/w/executors/x") is None
+    await etcd.close()

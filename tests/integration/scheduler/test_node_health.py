@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from tests.integration.conftest import NodeFactory
+from wheel.errors import StoreUnavailable
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -33,3 +37,34 @@ async def test_reflection_lists_the_services(start_node: NodeFactory) -> None:
         (response,) = [r async for r in responses]
     names = {s.name for s in response.list_services_response.service}
     assert {"wheel.v1.ExecutorStream", "grpc.health.v1.Health"} <= names
+
+
+async def _status_becomes(stub: health_pb2_grpc.HealthStub, wanted: int) -> None:
+    async for reply in stub.Watch(health_pb2.HealthCheckRequest()):
+        if reply.status == wanted:
+            return
+
+
+async def test_not_serving_while_it_cannot_take_the_partitions_it_should_own(
+    start_node: NodeFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node whose reconciliation keeps failing must not look healthy: nobody else
+    takes the partitions rendezvous hashing gives it."""
+    node = await start_node("node-a")
+    other = await start_node("node-b")
+    await node.ready.wait()
+    await other.ready.wait()
+
+    async def refuse(*args: object, **kwargs: object) -> object:
+        raise StoreUnavailable("Postgres is away (test)")
+
+    monkeypatch.setattr(node.store.occurrences, "set_epochs", refuse)
+    async with grpc.aio.insecure_channel(node.address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        await asyncio.wait_for(_status_becomes(stub, SERVING), 30)
+        await other.stop()  # node-a should now take node-b's partitions, and cannot
+        await asyncio.wait_for(_status_becomes(stub, NOT_SERVING), 30)
+        monkeypatch.undo()
+        await asyncio.wait_for(_status_becomes(stub, SERVING), 30)
+    assert node.engine is not None
+    assert len(node.engine.owned) == node.config.partitions

@@ -57,7 +57,9 @@ async def test_insert_is_idempotent_per_job_and_instant(store: Store) -> None:
 async def test_insert_creates_the_day_partitions_it_needs(store: Store) -> None:
     owner = await make.tenant(store)
     job = await make.job(store, owner)
-    far = datetime(2031, 6, 1, 9, tzinfo=UTC)
+    # A day far ahead, whatever today is: no partition exists for it yet.
+    far = (datetime.now(UTC) + timedelta(days=1500)).replace(hour=9, minute=0, second=0)
+    far = far.replace(microsecond=0)
     assert await store.occurrences.insert([make.occurrence(job, far)]) == [
         ExecutionKey(job.id, far)
     ]
