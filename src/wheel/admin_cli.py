@@ -20,6 +20,7 @@ from rich.table import Table
 from wheel import cli_options, eventloop
 from wheel.errors import WheelError
 from wheel.model.ids import TenantId
+from wheel.model.tenants import default_executor_ids
 from wheel.store import Store
 
 T = TypeVar("T")
@@ -81,20 +82,39 @@ def tokens() -> None:
     help="An executor's token instead: it opens the executor stream (and is no tenant's).",
 )
 @click.option("--name", required=True, help="What the token is for (shown in listings).")
+@click.option(
+    "--executor-id",
+    "executor_ids",
+    multiple=True,
+    metavar="GLOB",
+    help="With --executor: an executor id (glob) its holder may connect as; repeatable. "
+    "Default: NAME and NAME-* (a Deployment's pods under a token named after it).",
+)
 @cli_options.dsn
 @cli_options.output
 def create_token(
-    tenant_id: uuid.UUID | None, executor: bool, name: str, dsn: str, output: str
+    tenant_id: uuid.UUID | None,
+    executor: bool,
+    name: str,
+    executor_ids: tuple[str, ...],
+    dsn: str,
+    output: str,
 ) -> None:
     """Create a token; its secret is shown now and never again."""
     if executor == (tenant_id is not None):
         raise click.UsageError("give exactly one of --tenant ID and --executor")
+    if executor_ids and not executor:
+        raise click.UsageError("--executor-id is for executor tokens (--executor)")
     if tenant_id is not None:
         info, secret = _with_store(dsn, lambda s: s.tenants.create_token(TenantId(tenant_id), name))
+        shown: dict[str, object] = {**dataclasses.asdict(info), "secret": secret}
     else:
-        info, secret = _with_store(dsn, lambda s: s.tenants.create_executor_token(name))
-    _show(output, "token created (copy the secret now: it is not stored)",
-          {**dataclasses.asdict(info), "secret": secret})  # fmt: skip
+        globs = executor_ids or default_executor_ids(name)
+        info, secret = _with_store(
+            dsn, lambda s: s.tenants.create_executor_token(name, executor_ids=globs)
+        )
+        shown = {**dataclasses.asdict(info), "executor_ids": list(globs), "secret": secret}
+    _show(output, "token created (copy the secret now: it is not stored)", shown)
 
 
 @tokens.command("revoke")

@@ -109,7 +109,7 @@ class Cluster:
         if not self._executor_token:
             made = subprocess.run(
                 [WHEEL, "tokens", "create", "--executor", "--name", self.name,
-                 "--dsn", self.dsn, "--output", "json"],
+                 "--executor-id", "executor-*", "--dsn", self.dsn, "--output", "json"],
                 capture_output=True, text=True, check=True, timeout=60,
             )  # fmt: skip
             self._executor_token = json.loads(made.stdout)["secret"]

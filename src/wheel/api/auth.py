@@ -15,6 +15,7 @@ from typing import Generic, Protocol, TypeVar
 
 from wheel.errors import PermissionDenied, Unauthenticated
 from wheel.model.ids import TenantId
+from wheel.model.tenants import ExecutorCredential
 from wheel.store.tenants import token_hash
 
 _SCHEME = "bearer "
@@ -27,7 +28,7 @@ class TokenLookup(Protocol):
 
 
 class ExecutorTokenLookup(TokenLookup, Protocol):
-    async def authenticate_executor(self, token: str) -> bool: ...
+    async def authenticate_executor(self, token: str) -> ExecutorCredential | None: ...
 
 
 class _Cache(Generic[V]):
@@ -97,8 +98,9 @@ def bearer(metadata: Iterable[tuple[str, str | bytes]] | None) -> str:
 class ExecutorAuthenticator:
     """Executor tokens for the executor stream, which carries every tenant's payloads.
 
-    A live executor token passes (cached like tenants' tokens); a tenant's token
-    is PermissionDenied; anything else Unauthenticated.
+    A live executor token passes, with what it allows (cached like tenants'
+    tokens, so a revoked one stops passing within `ttl_s`); a tenant's token is
+    PermissionDenied; anything else Unauthenticated.
     """
 
     def __init__(
@@ -109,16 +111,19 @@ class ExecutorAuthenticator:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._tokens = tokens
-        self._cache: _Cache[bool] = _Cache(ttl_s, clock)
+        self.ttl_s = ttl_s
+        self._cache: _Cache[ExecutorCredential] = _Cache(ttl_s, clock)
 
-    async def check(self, metadata: Iterable[tuple[str, str | bytes]] | None) -> None:
+    async def check(self, metadata: Iterable[tuple[str, str | bytes]] | None) -> ExecutorCredential:
         token = bearer(metadata)
         digest = token_hash(token)
-        if self._cache.get(digest):
-            return
-        if await self._tokens.authenticate_executor(token):
-            self._cache.put(digest, True)
-            return
+        cached = self._cache.get(digest)
+        if cached is not None:
+            return cached
+        credential = await self._tokens.authenticate_executor(token)
+        if credential is not None:
+            self._cache.put(digest, credential)
+            return credential
         self._cache.drop(digest)
         if await self._tokens.authenticate(token) is not None:
             raise PermissionDenied("a tenant's token cannot open the executor stream")

@@ -14,8 +14,10 @@ its stream.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -44,6 +46,12 @@ MIN_HEARTBEAT_MS = 10
 Call = grpc.aio.StreamStreamCall[pb.ExecutorMessage, pb.SchedulerMessage]
 
 _BROKEN = (grpc.aio.AioRpcError, grpc.aio.BaseError, asyncio.InvalidStateError)
+_REFUSED = (
+    grpc.StatusCode.UNAUTHENTICATED,
+    grpc.StatusCode.PERMISSION_DENIED,
+    grpc.StatusCode.INVALID_ARGUMENT,
+    grpc.StatusCode.ALREADY_EXISTS,
+)
 """How a stream ends under us: RPC errors, and writes on a call that has already finished."""
 
 
@@ -55,6 +63,9 @@ class Identity:
     pools: tuple[str, ...]
     task_types: tuple[str, ...]
     capacity: int
+    instance_id: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex)
+    """Made once per process and sent to nodes only: every run a node dispatches to this
+    process is bound to it, so no other holder of the executor token can report it."""
 
 
 class Stream:
@@ -194,6 +205,7 @@ class NodeLink:
                 pools=identity.pools,
                 task_types=identity.task_types,
                 capacity=identity.capacity,
+                instance_id=identity.instance_id,
             )
             await call.write(pb.ExecutorMessage(hello=hello))
             first = await asyncio.wait_for(call.read(), WELCOME_TIMEOUT_S)
@@ -213,10 +225,17 @@ class NodeLink:
             await self._serve(call, stream)
             log.info("link.ended", extra={"node": self.node_id})
         except (*_BROKEN, TimeoutError) as exc:
-            log.info(
-                "link.broken",
-                extra={"node": self.node_id, "address": self.address, "error": _describe(exc)},
-            )
+            if isinstance(exc, grpc.aio.AioRpcError) and exc.code() in _REFUSED:
+                # The node will refuse again until the executor is fixed: say so loudly.
+                log.error(
+                    "link.refused",
+                    extra={"node": self.node_id, "address": self.address, "error": _describe(exc)},
+                )
+            else:
+                log.info(
+                    "link.broken",
+                    extra={"node": self.node_id, "address": self.address, "error": _describe(exc)},
+                )
         finally:
             if call is not None:
                 call.cancel()
@@ -289,6 +308,12 @@ class NodeLink:
             handler.on_cancel(cancel.execution_id, cancel.fence, cancel.reason)
         elif kind == "stale_fence":
             stale = message.stale_fence
+            if stale.reason:
+                log.warning(
+                    "link.report_refused",
+                    extra={"node": self.node_id, "execution": stale.execution_id,
+                           "reason": stale.reason},
+                )  # fmt: skip
             handler.on_stale_fence(stale.execution_id, stale.fence, stale.current_fence)
         elif kind == "accepted":
             handler.on_accepted(message.accepted.execution_id, message.accepted.fence)

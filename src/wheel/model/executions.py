@@ -137,6 +137,9 @@ class AttemptResult:
     started_at: datetime | None = None
     finished_at: datetime | None = None
     error: str | None = None
+    executor_instance: str | None = None
+    """The reporting executor process (its Hello's instance id): set, the result counts
+    only if the run was dispatched to it; None for the node's own reports."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,13 +156,16 @@ class Recorded:
 
 @dataclass(frozen=True, slots=True)
 class Stale:
-    """A write refused because its fence is no longer current."""
+    """A write refused: its fence is no longer current, or the run is not the reporter's."""
 
     key: ExecutionKey
     fence: int
     current_fence: int | None
-    """None when the execution does not exist (e.g. dropped by retention)."""
+    """None when the execution does not exist (e.g. dropped by retention), or is not
+    the reporter's (nothing about it is told)."""
     status: ExecutionStatus | None
+    not_yours: bool = False
+    """Refused because the run was dispatched to another executor, not for its fence."""
 
 
 @dataclass(frozen=True, slots=True)

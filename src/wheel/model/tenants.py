@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,3 +29,21 @@ class TokenInfo:
     name: str
     created_at: datetime
     revoked_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorCredential:
+    """What a live executor token lets its holder be."""
+
+    token_id: uuid.UUID
+    executor_ids: tuple[str, ...]
+    """Globs (`fnmatch`, case-sensitive): the executor ids the token may connect as."""
+
+    def allows(self, executor_id: str) -> bool:
+        return any(fnmatch.fnmatchcase(executor_id, glob) for glob in self.executor_ids)
+
+
+def default_executor_ids(name: str) -> tuple[str, ...]:
+    """An executor token named `name` allows the id `name` and `name-*` unless told otherwise:
+    a Deployment's pods (`wheel-executor-7d9f...`) under a token named after it."""
+    return (name, f"{name}-*")

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -40,13 +41,13 @@ from wheel.model.executions import (
     Recorded,
 )
 from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId
+from wheel.scheduler import messages
 from wheel.scheduler.batcher import Batcher
 from wheel.scheduler.breaker import Breakers, BreakerState
 from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.links import Link, Links
 from wheel.scheduler.ready import Ready, ReadyQueues
 from wheel.store import Store
-from wheel.timestamps import to_datetime, to_timestamp
 from wheel.timingwheel import FiredBatch, WheelDriver
 
 if TYPE_CHECKING:
@@ -54,14 +55,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_OUTCOMES = {
-    pb.Result.OUTCOME_SUCCEEDED: Outcome.SUCCEEDED,
-    pb.Result.OUTCOME_FAILED: Outcome.FAILED,
-    pb.Result.OUTCOME_NOT_STARTED: Outcome.NOT_STARTED,
-}
 _ADD_CHUNK = 10_000
 _RETRY_CLAIM_S = 0.2
-_MAX_ERROR_CHARS = 8192
 _FINAL = (ExecutionStatus.SUCCEEDED, ExecutionStatus.DEAD, ExecutionStatus.NEEDS_REVIEW)
 _NOT_STARTED_BACKOFF_MS = 1000
 
@@ -93,6 +88,9 @@ class EngineStats:
     not_started: int = 0
     claim_batches: int = 0
     record_batches: int = 0
+    refused: Counter[str] = field(default_factory=Counter)
+    """Reports refused, by kind and reason: `result.not_yours`, `result.stale`,
+    `heartbeat.refused`."""
 
 
 class Engine:
@@ -111,8 +109,10 @@ class Engine:
         self._by_partition: defaultdict[PartitionId, set[ExecutionKey]] = defaultdict(set)
         self.in_flight: dict[ExecutionKey, InFlight] = {}
         self.tenant_in_flight: Counter[TenantId] = Counter()
-        self._reserved: Counter[str] = Counter()
         self._tenant_reserved: Counter[TenantId] = Counter()
+        self.unserved: dict[tuple[str, str], list[Ready]] = {}
+        """By (pool, task type): due occurrences no connected executor serves, left unclaimed."""
+        self._served_generation = -1
         self.parked: defaultdict[str, list[Ready]] = defaultdict(list)
         """By task type: occurrences held back while its circuit breaker is open."""
         self.blocked: dict[JobId, list[Ready]] = {}
@@ -183,6 +183,12 @@ class Engine:
         for job_id, items in list(self.blocked.items()):
             if items[0].partition == partition:  # a job's runs share its partition
                 del self.blocked[job_id]
+        for route, items in list(self.unserved.items()):
+            kept = [r for r in items if r.partition != partition]
+            if kept:
+                self.unserved[route] = kept
+            else:
+                del self.unserved[route]
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -278,6 +284,7 @@ class Engine:
             changed.clear()
             try:
                 self._unpark()
+                self._serve_waiting()
             except Exception:
                 log.exception("engine.unpark_failed")
 
@@ -302,7 +309,13 @@ class Engine:
                     del self.parked[task_type]
 
     def _next_round(self) -> None:
-        """Start claims for every pool with both waiting work and executor credit."""
+        """Start claims for every pool with both waiting work and executor credit.
+
+        Each occurrence gets its executor before it is claimed: a link with
+        credit that serves its task type. One no connected executor serves
+        waits aside (`unserved`) without being claimed; one whose executors are
+        all out of credit waits in the ready queue for the next round.
+        """
         config = self.config
         cap = config.tenant_in_flight_cap
 
@@ -311,30 +324,61 @@ class Engine:
 
         now = time.monotonic()
         for pool in self.ready.pools():
-            while self._claims_running < config.claim_concurrency:
-                free = self.links.credit(pool) - self._reserved[pool]
-                if free <= 0 or not self.owned:
+            deferred: list[Ready] = []
+            while self._claims_running < config.claim_concurrency and self.owned:
+                free = self.links.credit(pool)
+                if free <= 0 or len(deferred) >= config.claim_batch:
                     break
                 taken = self.ready.take(
                     pool, min(free, config.claim_batch), room, busy=self._exclusive_claiming
                 )
                 if not taken:
                     break
-                batch = []
+                batch: list[tuple[Ready, Link]] = []
                 for item in taken:
-                    if self.breakers.allow(item.task_type, now):
-                        batch.append(item)
-                    else:
+                    if not self.breakers.allow(item.task_type, now):
                         self.parked[item.task_type].append(item)
+                        continue
+                    link = self.links.take(pool, item.task_type)
+                    if link is not None:
+                        batch.append((item, link))
+                    elif self.links.serves(pool, item.task_type):
+                        deferred.append(item)  # its executors have no credit left now
+                    else:
+                        self._set_unserved(item)
                 if not batch:
                     continue
-                self._reserved[pool] += len(batch)
-                for item in batch:
+                for item, _ in batch:
                     self._tenant_reserved[item.tenant] += 1
                     if item.overlap != "allow":
                         self._exclusive_claiming.add(item.key.job_id)
                 self._claims_running += 1
-                self._spawn(self._claim(pool, batch))
+                self._spawn(self._claim(batch))
+            for item in deferred:
+                self.ready.push(item)
+
+    def _set_unserved(self, item: Ready) -> None:
+        """Hold an occurrence no connected executor serves: unclaimed, pending, no attempt."""
+        waiting = self.unserved.setdefault((item.pool, item.task_type), [])
+        if not waiting:
+            log.warning(
+                "engine.task_type_unserved",
+                extra={"task_type": item.task_type, "pool": item.pool,
+                       "connected": sorted({t for link in self.links for t in link.task_types})},
+            )  # fmt: skip
+        waiting.append(item)
+
+    def _serve_waiting(self) -> None:
+        """Occurrences set aside as unserved go back to be claimed once an executor serves them."""
+        if self._served_generation == self.links.generation:
+            return
+        self._served_generation = self.links.generation
+        for (pool, task_type), items in list(self.unserved.items()):
+            if self.links.serves(pool, task_type):
+                del self.unserved[(pool, task_type)]
+                for item in items:
+                    if item.key in self.known:
+                        self.ready.push(item)
 
     def _spawn(self, coroutine: object) -> None:
         task = asyncio.ensure_future(coroutine)  # type: ignore[call-overload]
@@ -347,36 +391,37 @@ class Engine:
             log.error("engine.task_failed", exc_info=task.exception())
 
     def pressure(self) -> dict[str, object]:
-        """What the dispatcher sees: credit, reservations and claims in flight, per pool."""
-        pools = set(self.ready.pools()) | set(self._reserved)
+        """What the dispatcher sees: credit, claims in flight, and what waits aside, per pool."""
+        pools = set(self.ready.pools())
         return {
             "credit": {pool: self.links.credit(pool) for pool in sorted(pools)},
-            "reserved": dict(self._reserved),
             "claims_running": self._claims_running,
             "parked": sum(len(items) for items in self.parked.values()),
             "blocked": sum(len(items) for items in self.blocked.values()),
+            "unserved": sum(len(items) for items in self.unserved.values()),
         }
 
-    async def _claim(self, pool: str, batch: list[Ready]) -> None:
+    async def _claim(self, batch: list[tuple[Ready, Link]]) -> None:
         config = self.config
         began = time.perf_counter()
         try:
             outcome = await self._store.occurrences.claim_batch(
-                [item.key for item in batch],
+                [item.key for item, _ in batch],
                 dict(self.owned),
                 lease_s=config.lease_s,
                 ahead_s=config.lead_ms / 1000 + 1.0,
+                executors=[link.binding for _, link in batch],
             )
         except WheelError as exc:
             log.warning("engine.claim_failed", extra={"size": len(batch), "error": str(exc)})
             await asyncio.sleep(_RETRY_CLAIM_S)
-            for item in batch:
+            for item, link in batch:
+                self.links.refund(link, item.pool)
                 if item.key in self.known:
                     self.ready.push(item)
             return
         finally:
-            self._reserved[pool] -= len(batch)
-            for item in batch:
+            for item, _ in batch:
                 self._tenant_reserved[item.tenant] -= 1
                 self._exclusive_claiming.discard(item.key.job_id)
             self._claims_running -= 1
@@ -385,19 +430,20 @@ class Engine:
         if self.metrics is not None:
             self.metrics.claim_seconds.observe(time.perf_counter() - began)
             self.metrics.claim_size.observe(len(batch))
-        by_key = {item.key: item for item in batch}
+        by_key = {item.key: (item, link) for item, link in batch}
         outgoing: defaultdict[Link, list[pb.Dispatch]] = defaultdict(list)
         now, expires = datetime.now(UTC), time.monotonic() + config.lease_s + 5
         for claimed in outcome.claimed:
-            self._dispatch(claimed, by_key[claimed.key], outgoing, now, expires)
+            item, link = by_key.pop(claimed.key)
+            self._dispatch(claimed, item, link, outgoing, now, expires)
         for link, dispatches in outgoing.items():
-            if len(dispatches) == 1:
-                link.send(pb.SchedulerMessage(dispatch=dispatches[0]))
-            else:
-                link.send(pb.SchedulerMessage(dispatches=pb.Dispatches(dispatches=dispatches)))
+            link.send(messages.dispatches_to_proto(dispatches))
+        for item, link in by_key.values():
+            self.links.refund(link, item.pool)  # not claimed: the credit is still the link's
+        unclaimed_items = {item.key: item for item, _ in batch}
         overlapped: list[Ready] = []
         for unclaimed in outcome.unclaimed:
-            item = by_key[unclaimed.key]
+            item = unclaimed_items[unclaimed.key]
             if unclaimed.state is ClaimState.EARLY:
                 item.fire_at_ms = _ms(unclaimed.fire_at)
                 self.driver.add(item.key, self.claim_at(item.fire_at_ms))
@@ -408,7 +454,7 @@ class Engine:
                 self.stats.skipped_overlap += 1
                 self._forget(item.key)
         answered = {c.key for c in outcome.claimed} | {u.key for u in outcome.unclaimed}
-        for item in batch:
+        for item, _ in batch:
             if item.key not in answered:
                 self._forget(item.key)  # not claimable: paused, edited, or not ours any more
         if overlapped:
@@ -463,6 +509,7 @@ class Engine:
         self,
         claimed: Claimed,
         item: Ready,
+        link: Link,
         outgoing: dict[Link, list[pb.Dispatch]],
         now: datetime,
         expires: float,
@@ -471,13 +518,13 @@ class Engine:
         self._forget(key)
         # The job may have been edited since it was loaded: route by what was claimed.
         item.pool, item.task_type, item.priority = claimed.pool, claimed.task_type, claimed.priority
-        link = self.links.take(claimed.pool, claimed.task_type)
         entry = InFlight(item, claimed.fence, link, expires)
         self.in_flight[key] = entry
         self.tenant_in_flight[item.tenant] += 1
         self.stats.claimed += 1
-        if link is None:
-            # The executor went away between credit and claim: give the attempt back.
+        if not link.open or not link.serves(claimed.pool, claimed.task_type):
+            # The executor went away between credit and claim, or the job now names a
+            # task type it does not run: give the attempt back (the node's own report).
             self.stats.not_started += 1
             self.submit_result(None, AttemptResult(key, claimed.fence, Outcome.NOT_STARTED))
             return
@@ -485,21 +532,7 @@ class Engine:
         deadline = max(start_at, now) + timedelta(seconds=claimed.timeout_s)
         if self.metrics is not None:
             self.metrics.lateness.observe(max(0.0, (now - start_at).total_seconds()))
-        outgoing[link].append(
-            pb.Dispatch(
-                execution_id=key.id,
-                job_id=str(key.job_id),
-                task_type=claimed.task_type,
-                pool=claimed.pool,
-                payload=claimed.payload,
-                attempt=claimed.attempt,
-                fence=claimed.fence,
-                scheduled_for=to_timestamp(key.scheduled_for),
-                start_at=to_timestamp(start_at),
-                deadline=to_timestamp(deadline),
-                lease_until=to_timestamp(claimed.lease_until),
-            )
-        )
+        outgoing[link].append(messages.dispatch_to_proto(claimed, key, start_at, deadline))
         self.stats.dispatched += 1
 
     # -- results, heartbeats, reaping ------------------------------------------------------
@@ -510,101 +543,107 @@ class Engine:
             message = link.outbox.get_nowait()
             if message is None:
                 continue
-            body = message.WhichOneof("body")
-            dispatches = [message.dispatch] if body == "dispatch" else []
-            if body == "dispatches":
-                dispatches = list(message.dispatches.dispatches)
-            for dispatch in dispatches:
-                key = ExecutionKey.parse(dispatch.execution_id)
+            for fenced in messages.dispatch_fences(message):
                 self.stats.not_started += 1
-                self.submit_result(None, AttemptResult(key, dispatch.fence, Outcome.NOT_STARTED))
+                self.submit_result(
+                    None, AttemptResult(fenced.key, fenced.fence, Outcome.NOT_STARTED)
+                )
 
     def submit_result(self, link: Link | None, result: AttemptResult) -> None:
         assert self._results is not None
         self._results.add((link, result))
 
-    def result_from(self, link: Link, message: pb.Result) -> None:
-        outcome = _OUTCOMES.get(message.outcome)
-        try:
-            key = ExecutionKey.parse(message.execution_id)
-        except ValueError:
-            key = None
-        if key is None or outcome is None:
-            # Refused like a stale one, so the executor stops sending it again.
-            log.warning(
-                "engine.bad_result",
-                extra={"execution": message.execution_id[:200], "outcome": message.outcome},
-            )
-            link.send(
-                pb.SchedulerMessage(
-                    stale_fence=pb.StaleFence(
-                        execution_id=message.execution_id, fence=message.fence, current_fence=0
-                    )
-                )
-            )
-            return
-        self.submit_result(
-            link,
-            AttemptResult(
-                key,
-                message.fence,
-                outcome,
-                executor_id=link.executor_id,
-                started_at=to_datetime(message.started_at)
-                if message.HasField("started_at")
-                else None,
-                finished_at=to_datetime(message.finished_at)
-                if message.HasField("finished_at")
-                else None,
-                error=_clean_error(message.error),
-            ),
+    def report(self, link: Link, result: AttemptResult) -> None:
+        """A result from an executor's stream: recorded as that executor's, or refused.
+
+        The sender is the link, never a field of the message: a run this node
+        handed to another executor is refused here at once; the store checks
+        the same for runs this node does not track (another node dispatched them).
+        """
+        result = dataclasses.replace(
+            result, executor_id=link.executor_id, executor_instance=link.hello.instance_id
         )
-
-    def results_from(self, link: Link, message: pb.Results) -> None:
-        for result in message.results:
-            self.result_from(link, result)
-
-    def heartbeats_from(self, link: Link, message: pb.Heartbeats) -> None:
-        for heartbeat in message.heartbeats:
-            self.heartbeat_from(link, heartbeat)
-
-    def heartbeat_from(self, link: Link, message: pb.Heartbeat) -> None:
-        try:
-            key = ExecutionKey.parse(message.execution_id)
-        except ValueError:
+        entry = self.in_flight.get(result.key)
+        if (
+            entry is not None
+            and entry.fence == result.fence
+            and entry.link is not None
+            and entry.link.binding != link.binding
+        ):
+            self._refuse(link, "result", result.key.id, result.fence, not_yours=True)
             return
+        self.submit_result(link, result)
+
+    def refuse_unreadable(self, link: Link, execution_id: str, fence: int) -> None:
+        """A report that cannot be read is refused like a stale one: the sender drops it."""
+        log.warning("engine.bad_report", extra={"execution": execution_id[:200]})
+        self._refuse(link, "result", execution_id, fence, not_yours=False)
+
+    def _refuse(
+        self, link: Link, kind: str, execution_id: str, fence: int, *, not_yours: bool
+    ) -> None:
+        reason = "not_yours" if not_yours else "stale"
+        self.stats.refused[f"{kind}.{reason}"] += 1
+        if self.metrics is not None:
+            self.metrics.refused.labels(kind, reason).inc()
+        if reason == "not_yours":
+            log.warning(
+                "engine.report_refused",
+                extra={"kind": kind, "execution": execution_id[:200], "executor": link.executor_id,
+                       "reason": "the run was not dispatched to this executor"},
+            )  # fmt: skip
+        refusal = messages.refusal_to_proto(execution_id, fence, not_yours=not_yours)
+        link.send(pb.SchedulerMessage(stale_fence=refusal))
+
+    def heartbeat(self, link: Link, fenced: Fenced) -> None:
         assert self._heartbeats is not None
-        self._heartbeats.add((link, Fenced(key, message.fence)))
+        self._heartbeats.add((link, fenced))
 
     async def _record(self, batch: list[tuple[Link | None, AttemptResult]]) -> None:
+        # One report per (run, fence) per statement, so each answer maps to its sender;
+        # a second one (another sender, or a resend) goes in the next batch.
+        first: dict[tuple[ExecutionKey, int], tuple[Link | None, AttemptResult]] = {}
+        later: list[tuple[Link | None, AttemptResult]] = []
+        for sent_by, result in batch:
+            slot = (result.key, result.fence)
+            if slot in first:
+                later.append((sent_by, result))
+            else:
+                first[slot] = (sent_by, result)
         began = time.perf_counter()
-        outcome = await self._store.occurrences.record_results([r for _, r in batch])
+        outcome = await self._store.occurrences.record_results([r for _, r in first.values()])
         self.stats.record_batches += 1
         if self.metrics is not None:
             self.metrics.record_seconds.observe(time.perf_counter() - began)
-            self.metrics.record_size.observe(len(batch))
-        sent = {(r.key, r.fence): (link, r.outcome) for link, r in batch}
+            self.metrics.record_size.observe(len(first))
         acks: defaultdict[Link, pb.Acknowledgements] = defaultdict(pb.Acknowledgements)
         for recorded in outcome.recorded:
-            link, attempt_outcome = sent[(recorded.key, recorded.fence)]
+            link, result = first[(recorded.key, recorded.fence)]
             if link is not None:
                 acks[link].accepted.add(execution_id=recorded.key.id, fence=recorded.fence)
-            self._finished(recorded, attempt_outcome)
+            self._finished(recorded, result.outcome)
         self.stats.recorded += len(outcome.recorded)
         for stale in outcome.stale:
+            link = first[(stale.key, stale.fence)][0]
+            if stale.not_yours:
+                if link is not None:
+                    self._refuse(link, "result", stale.key.id, stale.fence, not_yours=True)
+                continue
             self.stats.stale += 1
-            link = sent[(stale.key, stale.fence)][0]
             if link is not None:
-                acks[link].stale.add(
-                    execution_id=stale.key.id,
-                    fence=stale.fence,
-                    current_fence=stale.current_fence or 0,
-                )
+                acks[link].stale.append(
+                    messages.refusal_to_proto(
+                        stale.key.id, stale.fence, not_yours=False,
+                        current_fence=stale.current_fence,
+                    )
+                )  # fmt: skip
             entry = self.in_flight.get(stale.key)
             if entry is not None and entry.fence == stale.fence:
                 self._done(stale.key)
         for link, ack in acks.items():
             link.send(pb.SchedulerMessage(acknowledgements=ack))
+        for again in later:
+            self.submit_result(*again)
 
     def _finished(self, recorded: Recorded, outcome: Outcome | None) -> None:
         """After a recorded attempt: counts, breaker, overlap queue, and a retry into the wheel."""
@@ -646,26 +685,30 @@ class Engine:
         return entry
 
     async def _heartbeat(self, batch: list[tuple[Link, Fenced]]) -> None:
-        by_executor: defaultdict[str, list[tuple[Link, Fenced]]] = defaultdict(list)
+        by_link: defaultdict[Link, list[Fenced]] = defaultdict(list)
         for link, item in batch:
-            by_executor[link.executor_id].append((link, item))
+            by_link[link].append(item)
         expires = time.monotonic() + self.config.lease_s + 5
-        for executor_id, items in by_executor.items():
-            links = {(i.key, i.fence): link for link, i in items}
-            stale = await self._store.occurrences.heartbeat(
-                [i for _, i in items], executor_id=executor_id, lease_s=self.config.lease_s
+        for link, items in by_link.items():
+            refused = await self._store.occurrences.heartbeat(
+                items, executor=link.binding, lease_s=self.config.lease_s
             )
-            refused = {(s.key, s.fence) for s in stale}
-            for _, item in items:
+            refused_set = {(r.key, r.fence) for r in refused}
+            for item in items:
                 entry = self.in_flight.get(item.key)
-                if entry is not None and (item.key, item.fence) not in refused:
+                if entry is not None and (item.key, item.fence) not in refused_set:
                     entry.expires = expires
-            acks: defaultdict[Link, pb.Acknowledgements] = defaultdict(pb.Acknowledgements)
-            for item in stale:
-                acks[links[(item.key, item.fence)]].stale.add(
-                    execution_id=item.key.id, fence=item.fence, current_fence=0
+            if refused:
+                self.stats.refused["heartbeat.refused"] += len(refused)
+                if self.metrics is not None:
+                    self.metrics.refused.labels("heartbeat", "refused").inc(len(refused))
+            if refused:
+                ack = pb.Acknowledgements(
+                    stale=[
+                        messages.refusal_to_proto(r.key.id, r.fence, not_yours=False)
+                        for r in refused
+                    ]
                 )
-            for link, ack in acks.items():
                 link.send(pb.SchedulerMessage(acknowledgements=ack))
 
     async def reap(self) -> int:
@@ -683,10 +726,3 @@ class Engine:
         for key in gone:
             self._done(key)
         return len(gone)
-
-
-def _clean_error(error: str) -> str | None:
-    """An executor's error text as Postgres can store it (no NUL), bounded."""
-    if not error:
-        return None
-    return error.replace("\x00", "\\0")[:_MAX_ERROR_CHARS]

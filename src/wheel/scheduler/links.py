@@ -2,62 +2,119 @@
 
 A credit is the executor's permission for one more dispatch of a pool on
 that stream. The node claims only as many occurrences as the links of a pool
-have credit for, so an occurrence is never claimed — and its lease never
-starts running — without an executor ready to take it.
+have credit for, and it picks the link for each occurrence before claiming
+it: the claim binds the run to that executor process (`binding`), so only it
+may report the run, and an occurrence is never claimed — its lease never
+starts running — without an executor that serves its task type ready to take
+it.
+
+One executor id is one live link: a second stream naming a live id from
+another process (another instance id) is refused; the same process
+reconnecting replaces its old link.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from wheel._proto.wheel.v1 import executor_pb2 as pb
+from wheel.errors import Conflict
+from wheel.scheduler.messages import Hello
+from wheel.store.occurrences import ExecutorBinding
 
 
 @dataclass(eq=False)
 class Link:
     """One executor stream to this node."""
 
-    executor_id: str
-    pools: tuple[str, ...]
-    task_types: tuple[str, ...]
-    capacity: int
+    hello: Hello
+    token_id: uuid.UUID
+    """The executor token the stream authenticated with."""
     serial: int
     credits: dict[str, int] = field(default_factory=dict)
     outbox: asyncio.Queue[pb.SchedulerMessage | None] = field(default_factory=asyncio.Queue)
     open: bool = True
+    ended_because: str = ""
+    """Why the node ended the stream (empty: it ended on its own)."""
+    connected_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+    @property
+    def executor_id(self) -> str:
+        return self.hello.executor_id
+
+    @property
+    def pools(self) -> tuple[str, ...]:
+        return self.hello.pools
+
+    @property
+    def task_types(self) -> tuple[str, ...]:
+        return self.hello.task_types
+
+    @property
+    def capacity(self) -> int:
+        return self.hello.capacity
+
+    @property
+    def binding(self) -> ExecutorBinding:
+        """Who the runs dispatched on this link belong to."""
+        return ExecutorBinding(self.hello.executor_id, self.hello.instance_id)
+
+    def serves(self, pool: str, task_type: str) -> bool:
+        """A Hello with no task types takes any (tools and tests); one with some, only those."""
+        return pool in self.hello.pools and (
+            not self.hello.task_types or task_type in self.hello.task_types
+        )
 
     def send(self, message: pb.SchedulerMessage) -> None:
         if self.open:
             self.outbox.put_nowait(message)
 
-    def close(self) -> None:
+    def close(self, because: str = "") -> None:
         if self.open:
             self.open = False
+            self.ended_because = because
             self.outbox.put_nowait(None)
 
 
 class Links:
     def __init__(self) -> None:
         self._links: dict[int, Link] = {}
+        self._by_executor: dict[str, Link] = {}
         self._serial = itertools.count(1)
         self._turn = itertools.count()
         self.changed = asyncio.Event()
         """Set when credit arrives or links come and go (the dispatcher waits on it)."""
+        self.generation = 0
+        """Grows whenever a link comes or goes: what executors serve may have changed."""
 
-    def connect(
-        self, executor_id: str, pools: tuple[str, ...], task_types: tuple[str, ...], capacity: int
-    ) -> Link:
-        link = Link(executor_id, pools, task_types, capacity, next(self._serial))
+    def connect(self, hello: Hello, token_id: uuid.UUID) -> Link:
+        """A link for a welcomed stream; Conflict if another process holds the executor id."""
+        live = self._by_executor.get(hello.executor_id)
+        if live is not None and live.open:
+            if live.hello.instance_id != hello.instance_id or live.token_id != token_id:
+                raise Conflict(
+                    f"executor id {hello.executor_id!r} is connected to this node from another"
+                    " process: executor ids must be unique"
+                )
+            self.disconnect(live, because="replaced by a new stream from the same executor")
+        link = Link(hello, token_id, next(self._serial))
         self._links[link.serial] = link
+        self._by_executor[hello.executor_id] = link
+        self.generation += 1
         self.changed.set()
         return link
 
-    def disconnect(self, link: Link) -> None:
-        link.close()
-        self._links.pop(link.serial, None)
+    def disconnect(self, link: Link, because: str = "") -> None:
+        link.close(because)
+        if self._links.pop(link.serial, None) is not None:
+            self.generation += 1
+        if self._by_executor.get(link.executor_id) is link:
+            del self._by_executor[link.executor_id]
         self.changed.set()
 
     def grant(self, link: Link, pool: str, count: int) -> None:
@@ -68,20 +125,27 @@ class Links:
     def credit(self, pool: str) -> int:
         return sum(link.credits.get(pool, 0) for link in self._links.values())
 
-    def take(self, pool: str, task_type: str | None = None) -> Link | None:
-        """A link with credit for the pool (and the task type's handler, when given),
-        spreading dispatches across links; uses one credit."""
+    def take(self, pool: str, task_type: str) -> Link | None:
+        """A link with credit for the pool that serves the task type, spreading dispatches
+        across links; uses one credit."""
         candidates = [
             link
             for link in self._links.values()
-            if link.credits.get(pool, 0) > 0
-            and (task_type is None or not link.task_types or task_type in link.task_types)
+            if link.credits.get(pool, 0) > 0 and link.serves(pool, task_type)
         ]
         if not candidates:
             return None
         link = candidates[next(self._turn) % len(candidates)]
         link.credits[pool] -= 1
         return link
+
+    def refund(self, link: Link, pool: str) -> None:
+        """Give back a credit `take` used for a run that was not claimed after all."""
+        self.grant(link, pool, 1)
+
+    def serves(self, pool: str, task_type: str) -> bool:
+        """Whether any connected executor serves the task type in the pool (credit or not)."""
+        return any(link.serves(pool, task_type) for link in self._links.values())
 
     def get(self, serial: int) -> Link | None:
         return self._links.get(serial)

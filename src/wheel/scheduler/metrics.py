@@ -7,6 +7,8 @@ scrape time by a collector, so nothing is kept twice.
 
     wheel_firing_lateness_seconds     histogram  dispatch time minus the instant (0 when ahead)
     wheel_executions_total{outcome}   counter    attempts recorded, by outcome
+    wheel_refused_reports_total{kind,reason}  counter  results/heartbeats refused
+    wheel_unserved{task_type}         gauge      due runs no connected executor serves
     wheel_claim_batch_size            histogram  occurrences per claim statement
     wheel_claim_seconds               histogram  claim statement latency
     wheel_record_batch_size           histogram  results per record statement
@@ -61,6 +63,13 @@ class NodeMetrics:
             ["status"],
             registry=r,
         )
+        self.refused = CounterMetric(
+            "wheel_refused_reports",
+            "Results and heartbeats refused, by kind and reason (not_yours: from an executor"
+            " the run was not dispatched to).",
+            ["kind", "reason"],
+            registry=r,
+        )
         self.claim_size = Histogram("wheel_claim_batch_size", "Occurrences per claim.",
                                     buckets=_SIZE_BUCKETS, registry=r)  # fmt: skip
         self.claim_seconds = Histogram("wheel_claim_seconds", "Claim statement latency.",
@@ -100,6 +109,16 @@ class _EngineCollector(Collector):
             credit.add_metric([pool], engine.links.credit(pool))
         yield ready
         yield credit
+        unserved = GaugeMetricFamily(
+            "wheel_unserved", "Due runs no connected executor serves (left unclaimed).",
+            labels=["task_type"],
+        )  # fmt: skip
+        by_type: Counter[str] = Counter()
+        for (_, task_type), items in engine.unserved.items():
+            by_type[task_type] += len(items)
+        for task_type, count in sorted(by_type.items()):
+            unserved.add_metric([task_type], count)
+        yield unserved
         oldest = engine.ready.oldest_fire_at_ms()
         age = max(0.0, time.time() - oldest / 1000) if oldest is not None else 0.0
         yield _gauge("wheel_backlog_age_seconds", "Oldest due-but-unclaimed age.", age)

@@ -25,7 +25,6 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from wheel._proto.wheel.v1 import api_pb2, executor_pb2
-from wheel._proto.wheel.v1 import executor_pb2_grpc as pb_grpc
 from wheel.api.auth import Authenticator, ExecutorAuthenticator
 from wheel.api.cluster import ClusterApi
 from wheel.api.executions import ExecutionsApi
@@ -135,14 +134,12 @@ class SchedulerNode:
                 ("grpc.so_reuseport", 0),
             ]
         )
-        pb_grpc.add_ExecutorStreamServicer_to_server(
-            ExecutorStreamService(
-                engine,
-                self.node_id,
-                ExecutorAuthenticator(api_store.tenants, ttl_s=config.token_cache_s),
-            ),
-            server,
+        stream = ExecutorStreamService(
+            engine,
+            self.node_id,
+            ExecutorAuthenticator(api_store.tenants, ttl_s=config.token_cache_s),
         )
+        server.add_generic_rpc_handlers([stream.handler()])
         # The public API: every call authenticated by its bearer token.
         api_services = [
             JobsApi(

@@ -1,12 +1,20 @@
 """The node's end of the executor stream (`wheel.v1.ExecutorStream/Connect`).
 
-An executor says Hello (pools, task types, capacity), the node answers
-Welcome (its id, how often to heartbeat), and from then on the executor
-sends credits, heartbeats and results while the node sends dispatches,
-result acknowledgements, stale-fence rejections and cancellations. A broken
-stream loses nothing: the executor keeps unacknowledged results and sends
-them again on another stream; dispatched work not heard of again is reaped
-when its lease runs out.
+An executor says Hello (id, instance, pools, task types, capacity), the
+node checks it and the executor token, answers Welcome (its id, how often to
+heartbeat), and from then on the executor sends credits, heartbeats and
+results while the node sends dispatches, result acknowledgements, refusals
+and cancellations. A broken stream loses nothing: the executor keeps
+unacknowledged results and sends them again on another stream; dispatched
+work not heard of again is reaped when its lease runs out.
+
+Trust: the stream is the executor's identity. Reports are attributed to the
+link, never to a field they carry, and the store accepts them only for runs
+dispatched to that executor process. The token is checked again every token
+cache period: a revoked one ends the stream. Messages are parsed here from
+raw bytes, so garbage is INVALID_ARGUMENT naming what was wrong, never
+grpcio's UNKNOWN with a traceback; an unexpected failure is INTERNAL with a
+reference that is in this node's log, and nothing else.
 """
 
 from __future__ import annotations
@@ -14,103 +22,207 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Sequence
 
 import grpc
+from google.protobuf.message import DecodeError
 
 from wheel._proto.wheel.v1 import executor_pb2 as pb
-from wheel._proto.wheel.v1 import executor_pb2_grpc as pb_grpc
 from wheel.api.auth import ExecutorAuthenticator
 from wheel.api.status import to_status
-from wheel.errors import PermissionDenied, Unauthenticated, WheelError
+from wheel.errors import InvalidArgument, PermissionDenied, Unauthenticated, WheelError, excerpt
+from wheel.scheduler import messages
 from wheel.scheduler.engine import Engine
 from wheel.scheduler.links import Link
 
 log = logging.getLogger(__name__)
 
+SERVICE = "wheel.v1.ExecutorStream"
+MIN_RECHECK_S = 0.25
+"""The token is checked again at least this far apart (a cache time of 0 is allowed)."""
 
-class ExecutorStreamService(pb_grpc.ExecutorStreamServicer):
+Context = grpc.aio.ServicerContext[bytes, pb.SchedulerMessage]
+Metadata = Sequence[tuple[str, str | bytes]]
+
+
+def _serialize(message: pb.SchedulerMessage) -> bytes:
+    return message.SerializeToString()
+
+
+def _parse(raw: bytes, number: int) -> pb.ExecutorMessage:
+    try:
+        return pb.ExecutorMessage.FromString(raw)
+    except DecodeError:
+        raise InvalidArgument(
+            "message", f"message {number} on the stream is not a wheel.v1.ExecutorMessage"
+        ) from None
+
+
+class _Ended(Exception):
+    """The node ends this stream with the status of `error`."""
+
+    def __init__(self, error: WheelError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class ExecutorStreamService:
     def __init__(self, engine: Engine, node_id: str, auth: ExecutorAuthenticator) -> None:
         self._engine = engine
         self._node_id = node_id
         self._auth = auth
 
-    async def Connect(
-        self,
-        request_iterator: AsyncIterator[pb.ExecutorMessage],
-        context: grpc.aio.ServicerContext[pb.ExecutorMessage, pb.SchedulerMessage],
-    ) -> AsyncIterator[pb.SchedulerMessage]:
-        # The stream hands out every tenant's payloads and takes their results:
-        # only executors' tokens open it.
-        try:
-            await self._auth.check(context.invocation_metadata())
-        except (Unauthenticated, PermissionDenied) as exc:
-            status = to_status(exc)
-            assert status is not None
-            log.warning("stream.refused", extra={"reason": str(exc), "peer": context.peer()})
-            await context.abort(status.code, status.message)
-            return
-        except WheelError as exc:  # the token store is away: the executor retries
-            log.warning("stream.auth_unavailable", extra={"error": str(exc)})
-            await context.abort(grpc.StatusCode.UNAVAILABLE, "cannot check the token now")
-            return
-        first = await anext(aiter(request_iterator), None)
-        if first is None or first.WhichOneof("body") != "hello":
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first message must be hello")
-            return
-        hello = first.hello
-        if not hello.executor_id:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "hello.executor_id is empty")
-            return
-        links = self._engine.links
-        link = links.connect(
-            hello.executor_id, tuple(hello.pools), tuple(hello.task_types), hello.capacity
-        )
-        log.info(
-            "stream.connected",
-            extra={
-                "executor": hello.executor_id,
-                "pools": list(hello.pools),
-                "node": self._node_id,
+    def handler(self) -> grpc.GenericRpcHandler:
+        """The stream's handler, taking raw bytes so that this module parses them."""
+        return grpc.method_handlers_generic_handler(
+            SERVICE,
+            {
+                "Connect": grpc.stream_stream_rpc_method_handler(
+                    self.connect, request_deserializer=None, response_serializer=_serialize
+                )
             },
         )
-        reader = asyncio.create_task(self._read(link, request_iterator))
-        try:
-            yield pb.SchedulerMessage(
-                welcome=pb.Welcome(
-                    node_id=self._node_id,
-                    heartbeat_interval_ms=int(self._engine.config.heartbeat_interval_s * 1000),
-                )
-            )
-            while True:
-                message = await link.outbox.get()
-                if message is None:
-                    return
-                yield message
-        finally:
-            links.disconnect(link)
-            self._engine.undelivered(link)
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reader
-            log.info("stream.closed", extra={"executor": hello.executor_id, "node": self._node_id})
 
-    async def _read(self, link: Link, messages: AsyncIterator[pb.ExecutorMessage]) -> None:
-        engine = self._engine
+    async def connect(
+        self, requests: AsyncIterator[bytes], context: Context
+    ) -> AsyncIterator[pb.SchedulerMessage]:
+        incoming = aiter(requests)
+        metadata: Metadata = tuple(context.invocation_metadata() or ())
         try:
-            async for message in messages:
-                body = message.WhichOneof("body")
-                if body == "credit":
-                    engine.links.grant(link, message.credit.pool, message.credit.count)
-                elif body == "result":
-                    engine.result_from(link, message.result)
-                elif body == "results":
-                    engine.results_from(link, message.results)
-                elif body == "heartbeats":
-                    engine.heartbeats_from(link, message.heartbeats)
-                elif body == "heartbeat":
-                    engine.heartbeat_from(link, message.heartbeat)
-        except (grpc.aio.AioRpcError, asyncio.InvalidStateError) as exc:
-            log.info("stream.read_ended", extra={"executor": link.executor_id, "error": repr(exc)})
+            link = await self._open(incoming, metadata)
+        except WheelError as exc:
+            await self._end(context, exc)
+            return
+        except Exception as exc:
+            await self._internal(context, exc)
+            return
+        engine = self._engine
+        reader = asyncio.create_task(self._read(link, incoming), name="stream read")
+        watcher = asyncio.create_task(self._watch_token(link, metadata), name="stream token")
+        for task in (reader, watcher):
+            task.add_done_callback(lambda _: link.close())
+        log.info(
+            "stream.connected",
+            extra={"executor": link.executor_id, "pools": list(link.pools), "node": self._node_id},
+        )
+        try:
+            yield messages.welcome(self._node_id, engine.config.heartbeat_interval_s)
+            while (message := await link.outbox.get()) is not None:
+                yield message
+            for task in (reader, watcher):
+                if task.done() and not task.cancelled() and isinstance(task.exception(), _Ended):
+                    ended = task.exception()
+                    assert isinstance(ended, _Ended)
+                    await self._end(context, ended.error)
+                elif task.done() and not task.cancelled() and task.exception() is not None:
+                    await self._internal(context, task.exception())  # type: ignore[arg-type]
         finally:
             engine.links.disconnect(link)
+            engine.undelivered(link)
+            for task in (reader, watcher):
+                task.cancel()
+            for task in (reader, watcher):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            log.info("stream.closed", extra={"executor": link.executor_id, "node": self._node_id})
+
+    async def _open(self, incoming: AsyncIterator[bytes], metadata: Metadata) -> Link:
+        """Read and check the Hello, then the token; the link, or the WheelError to end with.
+
+        The Hello is read before the token is checked so that a refused executor's
+        first write completes and it hears the refusal, not a broken stream.
+        """
+        raw = await anext(incoming, None)
+        first = None if raw is None else _parse(raw, 1)
+        if first is None or first.WhichOneof("body") != "hello":
+            raise InvalidArgument("hello", "the first message must be hello")
+        hello = messages.hello_from_proto(first.hello)
+        credential = await self._auth.check(metadata)
+        if not credential.allows(hello.executor_id):
+            allowed = ", ".join(credential.executor_ids)
+            raise PermissionDenied(
+                f"hello.executor_id {excerpt(hello.executor_id)} is not one this executor token"
+                f" allows ({allowed})"
+            )
+        return self._engine.links.connect(hello, credential.token_id)
+
+    async def _read(self, link: Link, incoming: AsyncIterator[bytes]) -> None:
+        engine = self._engine
+        number = 1
+        try:
+            async for raw in incoming:
+                number += 1
+                message = _parse(raw, number)
+                body = message.WhichOneof("body")
+                if body == "credit":
+                    pool, count = messages.credit_from_proto(message.credit, link.pools)
+                    engine.links.grant(link, pool, count)
+                elif body in ("result", "results"):
+                    results = [message.result] if body == "result" else message.results.results
+                    for result in results:
+                        parsed = messages.result_from_proto(result)
+                        if parsed is None:
+                            engine.refuse_unreadable(link, result.execution_id, result.fence)
+                        else:
+                            engine.report(link, parsed)
+                elif body in ("heartbeat", "heartbeats"):
+                    beats = (
+                        [message.heartbeat]
+                        if body == "heartbeat"
+                        else message.heartbeats.heartbeats
+                    )
+                    for beat in beats:
+                        fenced = messages.heartbeat_from_proto(beat)
+                        if fenced is not None:
+                            engine.heartbeat(link, fenced)
+                elif body == "hello":
+                    raise InvalidArgument("hello", "sent again: only the first message is a hello")
+                else:
+                    raise InvalidArgument("message", f"message {number} has no body")
+        except WheelError as exc:
+            log.warning(
+                "stream.bad_input",
+                extra={"executor": link.executor_id, "node": self._node_id, "error": str(exc)},
+            )
+            raise _Ended(exc) from None
+        except (grpc.aio.AioRpcError, asyncio.InvalidStateError) as exc:
+            log.info("stream.read_ended", extra={"executor": link.executor_id, "error": repr(exc)})
+
+    async def _watch_token(self, link: Link, metadata: Metadata) -> None:
+        """End the stream once its token is revoked (within the token cache time)."""
+        interval_s = max(self._auth.ttl_s, MIN_RECHECK_S)
+        while True:
+            await asyncio.sleep(interval_s)  # the re-check schedule: a revocation leaves no event
+            try:
+                credential = await self._auth.check(metadata)
+            except (Unauthenticated, PermissionDenied):
+                log.warning(
+                    "stream.token_revoked",
+                    extra={"executor": link.executor_id, "node": self._node_id},
+                )
+                raise _Ended(Unauthenticated("the executor token was revoked")) from None
+            except WheelError:
+                continue  # the token store is away: keep serving, check again
+            if not credential.allows(link.executor_id):
+                raise _Ended(PermissionDenied("the executor token no longer allows this id"))
+
+    async def _end(self, context: Context, error: WheelError) -> None:
+        status = to_status(error)
+        if status is None:
+            await self._internal(context, error)
+            return
+        if status.code is grpc.StatusCode.UNAVAILABLE:
+            log.warning("stream.auth_unavailable", extra={"error": str(error)})
+            await context.abort(grpc.StatusCode.UNAVAILABLE, "cannot check the token now")
+            return
+        log.warning("stream.refused", extra={"reason": str(error), "peer": context.peer()})
+        context.set_trailing_metadata(status.metadata)
+        await context.abort(status.code, status.message)
+
+    async def _internal(self, context: Context, error: BaseException) -> None:
+        reference = uuid.uuid4().hex[:12]
+        log.error("stream.internal_error", exc_info=error, extra={"reference": reference})
+        await context.abort(
+            grpc.StatusCode.INTERNAL, f"internal error (reference {reference} in the node's log)"
+        )

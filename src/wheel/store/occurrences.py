@@ -51,6 +51,18 @@ class DueCursor:
 
 
 @dataclass(frozen=True, slots=True)
+class ExecutorBinding:
+    """The executor process a run is handed to: its id and its Hello's instance id."""
+
+    executor_id: str | None
+    instance: str | None
+
+
+UNBOUND = ExecutorBinding(None, None)
+"""No executor: nothing but the node itself may report the run (tests, tools)."""
+
+
+@dataclass(frozen=True, slots=True)
 class ClaimOutcome:
     claimed: list[Claimed]
     unclaimed: list[Unclaimed]
@@ -170,6 +182,7 @@ class Occurrences:
         *,
         lease_s: float,
         ahead_s: float = _ANY_TIME_S,
+        executors: Sequence[ExecutorBinding] | None = None,
     ) -> list[Claimed]:
         """Claim pending occurrences in partitions whose epoch is still the given one.
 
@@ -177,7 +190,10 @@ class Occurrences:
         of a paused or deleted job, in a partition this caller no longer owns,
         or left by the overlap policy or for firing later (see `claim_batch`).
         """
-        return (await self.claim_batch(keys, epochs, lease_s=lease_s, ahead_s=ahead_s)).claimed
+        outcome = await self.claim_batch(
+            keys, epochs, lease_s=lease_s, ahead_s=ahead_s, executors=executors
+        )
+        return outcome.claimed
 
     async def claim_batch(
         self,
@@ -186,15 +202,22 @@ class Occurrences:
         *,
         lease_s: float,
         ahead_s: float,
+        executors: Sequence[ExecutorBinding] | None = None,
     ) -> ClaimOutcome:
         """Claim like `claim`, and say why the keys it saw but did not claim were left.
 
         Only occurrences firing by now + `ahead_s` are claimed; a later one
         comes back EARLY with its fire_at. A job whose overlap policy is not
         'allow' and that has a run leased gets SKIPPED (recorded) or BLOCKED.
+        `executors[i]` is who `keys[i]` is handed to: its reports are the only
+        ones accepted for the run (None: no executor's report is).
         """
         if not keys:
             return ClaimOutcome([], [])
+        if executors is None:
+            executors = [UNBOUND] * len(keys)
+        if len(executors) != len(keys):
+            raise ValueError("one executor per key")
         rows = await self._fetch(
             sql("claim"),
             {
@@ -202,6 +225,8 @@ class Occurrences:
                 "epochs": [epochs[p] for p in sorted(epochs)],
                 "job_ids": [k.job_id for k in keys],
                 "scheduled_fors": [k.scheduled_for for k in keys],
+                "executor_ids": [e.executor_id for e in executors],
+                "instances": [e.instance for e in executors],
                 "lease_s": lease_s,
                 "ahead_s": ahead_s,
             },
@@ -232,9 +257,10 @@ class Occurrences:
         return ClaimOutcome(claimed, unclaimed)
 
     async def heartbeat(
-        self, items: Sequence[Fenced], *, executor_id: str, lease_s: float
+        self, items: Sequence[Fenced], *, executor: ExecutorBinding, lease_s: float
     ) -> list[Fenced]:
-        """Extend leases where the fence still matches; return the ones refused as stale."""
+        """Extend leases where the fence still matches and the run was dispatched to
+        `executor`; return the ones refused."""
         if not items:
             return []
         items = sorted(items, key=lambda i: (i.key, i.fence))  # the order rows are locked in
@@ -244,7 +270,8 @@ class Occurrences:
                 "job_ids": [i.key.job_id for i in items],
                 "scheduled_fors": [i.key.scheduled_for for i in items],
                 "fences": [i.fence for i in items],
-                "executor_id": executor_id,
+                "executor_id": executor.executor_id,
+                "instance": executor.instance,
                 "lease_s": lease_s,
             },
         )
@@ -270,6 +297,7 @@ class Occurrences:
                 "fences": [r.fence for r in batch],
                 "outcomes": [r.outcome.value for r in batch],
                 "executors": [r.executor_id for r in batch],
+                "instances": [r.executor_instance for r in batch],
                 "started": [r.started_at for r in batch],
                 "finished": [r.finished_at for r in batch],
                 "errors": [r.error for r in batch],
@@ -365,11 +393,11 @@ class Occurrences:
 
 def _split(rows: list[tuple[Any, ...]]) -> RecordOutcome:
     recorded, stale = [], []
-    for accepted, job_id, at, fence, current_fence, status, fire_at, attempt in rows:
+    for accepted, job_id, at, fence, current_fence, status, fire_at, attempt, refusal in rows:
         key = _key(job_id, at)
         if accepted:
             recorded.append(Recorded(key, fence, ExecutionStatus(status), fire_at, attempt))
         else:
             state = ExecutionStatus(status) if status is not None else None
-            stale.append(Stale(key, fence, current_fence, state))
+            stale.append(Stale(key, fence, current_fence, state, refusal == "not_yours"))
     return RecordOutcome(recorded, stale)

@@ -34,7 +34,10 @@ CREATE TABLE api_tokens (
     created_at      timestamptz NOT NULL DEFAULT now(),
     revoked_at      timestamptz,
     role            text NOT NULL DEFAULT 'tenant' CHECK (role IN ('tenant', 'executor')),
-    CONSTRAINT api_tokens_role_tenant CHECK ((role = 'tenant') = (tenant_id IS NOT NULL))
+    -- An executor token's allowed executor ids (globs, e.g. 'wheel-executor-*').
+    executor_ids    text[],
+    CONSTRAINT api_tokens_role_tenant CHECK ((role = 'tenant') = (tenant_id IS NOT NULL)),
+    CONSTRAINT api_tokens_executor_ids CHECK ((role = 'executor') = (executor_ids IS NOT NULL))
 );
 CREATE INDEX api_tokens_tenant ON api_tokens (tenant_id);
 
@@ -107,6 +110,9 @@ CREATE TABLE executions (
     finished_at     timestamptz,
     -- The node that made the latest claim (what `explain` shows).
     claimed_by      text,
+    -- The executor process the latest claim went to (its Hello's instance id,
+    -- never shown): its reports are the only ones accepted.
+    executor_instance text,
     PRIMARY KEY (job_id, scheduled_for),
     CHECK ((status IN ('dispatched', 'running')) = (lease_until IS NOT NULL))
 ) PARTITION BY RANGE (scheduled_for);
@@ -157,27 +163,35 @@ CREATE TABLE partition_epochs (
 -- matched on (job_id, scheduled_for, fence).
 CREATE FUNCTION wheel_record_attempts(
     p_job_ids uuid[], p_scheduled_fors timestamptz[], p_fences bigint[],
-    p_outcomes wheel_outcome[], p_executors text[], p_started timestamptz[],
+    p_outcomes wheel_outcome[], p_executors text[], p_instances text[], p_started timestamptz[],
     p_finished timestamptz[], p_errors text[]
 ) RETURNS TABLE (
     accepted boolean, job_id uuid, scheduled_for timestamptz, fence bigint,
-    current_fence bigint, status wheel_execution_status, fire_at timestamptz, attempt integer
+    current_fence bigint, status wheel_execution_status, fire_at timestamptz, attempt integer,
+    refusal text
 ) LANGUAGE sql VOLATILE
 SET enable_hashjoin = off SET enable_mergejoin = off  -- see wheel_claim
 AS $$
     WITH input AS (
         SELECT * FROM unnest(p_job_ids, p_scheduled_fors, p_fences, p_outcomes,
-                             p_executors, p_started, p_finished, p_errors)
-            AS r (job_id, scheduled_for, fence, outcome, executor_id, started_at,
+                             p_executors, p_instances, p_started, p_finished, p_errors)
+            AS r (job_id, scheduled_for, fence, outcome, executor_id, instance, started_at,
                   finished_at, error)
     ), probed AS (
         -- One primary-key probe per input row (LATERAL ... LIMIT 1), in input
         -- order; callers sort their batches, so concurrent batches lock in the
         -- same order and never deadlock. A row whose fence no longer matches
-        -- comes back with NULLs and is reported as stale.
+        -- comes back with NULLs and is reported as stale. A row reported with an
+        -- instance (an executor's report) counts only from the executor process
+        -- the run was dispatched to; without one it is the node's own (the reaper,
+        -- a dispatch that never left the node).
         SELECT i.*,
                CASE WHEN e.fence = i.fence AND e.status IN ('dispatched', 'running')
+                         AND (i.instance IS NULL
+                              OR (e.executor_id = i.executor_id
+                                  AND e.executor_instance = i.instance))
                     THEN e.job_id END AS held,
+               e.fence = i.fence AND e.status IN ('dispatched', 'running') AS fence_held,
                e.attempt, e.fire_at,
                e.executor_id AS held_executor_id, e.started_at AS held_started_at
         FROM input i
@@ -186,8 +200,8 @@ AS $$
             -- status condition in here, statistics taken while every row was
             -- pending made a partial index of leased rows look free, and under a
             -- spike each probe walked every leased row.
-            SELECT e.job_id, e.attempt, e.fire_at, e.executor_id, e.started_at, e.fence,
-                   e.status
+            SELECT e.job_id, e.attempt, e.fire_at, e.executor_id, e.executor_instance,
+                   e.started_at, e.fence, e.status
             FROM executions e
             WHERE e.job_id = i.job_id AND e.scheduled_for = i.scheduled_for
             LIMIT 1
@@ -246,10 +260,18 @@ AS $$
                d.finished_at, d.outcome, d.error
         FROM decided d
     )
-    SELECT true, u.job_id, u.scheduled_for, u.fence, u.fence, u.status, u.fire_at, u.attempt
+    SELECT true, u.job_id, u.scheduled_for, u.fence, u.fence, u.status, u.fire_at, u.attempt,
+           NULL::text
     FROM updated u
     UNION ALL
-    SELECT false, p.job_id, p.scheduled_for, p.fence, e.fence, e.status, e.fire_at, e.attempt
+    -- Refused: 'stale' (re-dispatched since, or no longer running), or 'not_yours'
+    -- (dispatched to another executor: nothing about the run is told back).
+    SELECT false, p.job_id, p.scheduled_for, p.fence,
+           CASE WHEN p.fence_held THEN NULL ELSE e.fence END,
+           CASE WHEN p.fence_held THEN NULL ELSE e.status END,
+           CASE WHEN p.fence_held THEN NULL ELSE e.fire_at END,
+           CASE WHEN p.fence_held THEN NULL ELSE e.attempt END,
+           CASE WHEN p.fence_held THEN 'not_yours' ELSE 'stale' END
     FROM probed p
     LEFT JOIN LATERAL (
         SELECT e.fence, e.status, e.fire_at, e.attempt
@@ -320,7 +342,7 @@ $$;
 -- materialiser carries or supersedes them), or in a partition not ours.
 CREATE FUNCTION wheel_claim(
     p_partitions integer[], p_epochs bigint[], p_job_ids uuid[], p_scheduled_fors timestamptz[],
-    p_lease_s float8, p_ahead_s float8
+    p_executor_ids text[], p_instances text[], p_lease_s float8, p_ahead_s float8
 ) RETURNS TABLE (
     state text, job_id uuid, scheduled_for timestamptz, tenant_id uuid, partition integer,
     fence bigint, attempt integer, lease_until timestamptz, job_version bigint, task_type text,
@@ -337,7 +359,7 @@ AS $$
     ), picked AS (
         -- LATERAL ... LIMIT 1: one primary-key probe per requested key, whatever
         -- the statistics say (a fresh partition must not turn this into a scan).
-        SELECT e.job_id, e.scheduled_for, e.fire_at,
+        SELECT e.job_id, e.scheduled_for, e.fire_at, w.executor_id, w.instance,
                CASE
                    WHEN e.fire_at > clock_timestamp() + make_interval(secs => p_ahead_s)
                        THEN 'early'
@@ -349,7 +371,8 @@ AS $$
                                  THEN 'skipped' ELSE 'blocked' END
                    ELSE 'claimed'
                END AS state
-        FROM unnest(p_job_ids, p_scheduled_fors) AS w (job_id, scheduled_for)
+        FROM unnest(p_job_ids, p_scheduled_fors, p_executor_ids, p_instances)
+             AS w (job_id, scheduled_for, executor_id, instance)
         CROSS JOIN LATERAL (
             SELECT e.job_id, e.scheduled_for, e.fire_at, e.job_version, e.attempt, e.trigger
             FROM executions e
@@ -373,7 +396,8 @@ AS $$
             attempt = e.attempt + 1,
             lease_until = clock_timestamp() + make_interval(secs => p_lease_s),
             dispatched_at = clock_timestamp(),
-            executor_id = NULL,
+            executor_id = p.executor_id,
+            executor_instance = p.instance,
             started_at = NULL,
             finished_at = NULL,
             error = NULL,

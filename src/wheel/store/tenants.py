@@ -10,12 +10,14 @@ from __future__ import annotations
 import hashlib
 import secrets
 import uuid
+from collections.abc import Sequence
 
 import psycopg
 
 from wheel.errors import Conflict, InvalidArgument, NotFound
 from wheel.model.ids import TenantId, new_tenant_id
-from wheel.model.tenants import Tenant, TokenInfo
+from wheel.model.jobs import MAX_NAME_LENGTH
+from wheel.model.tenants import ExecutorCredential, Tenant, TokenInfo, default_executor_ids
 from wheel.store.pool import Pool
 from wheel.store.queries import sql
 from wheel.store.translate import translated
@@ -69,24 +71,40 @@ class Tenants:
             raise NotFound("tenant", tenant_id)
         return TokenInfo(row[0], TenantId(row[1]), row[2], row[3], row[4]), secret
 
-    async def create_executor_token(self, name: str) -> tuple[TokenInfo, str]:
-        """A new executor token (it opens the executor stream; it is no tenant's)."""
+    async def create_executor_token(
+        self, name: str, *, executor_ids: Sequence[str] = ()
+    ) -> tuple[TokenInfo, str]:
+        """A new executor token (it opens the executor stream; it is no tenant's).
+
+        `executor_ids` are the ids (globs) its holder may connect as; by default
+        `name` and `name-*`.
+        """
+        globs = tuple(executor_ids) or default_executor_ids(name)
+        for glob in globs:
+            if not glob or len(glob) > MAX_NAME_LENGTH:
+                raise InvalidArgument("executor_ids", f"{glob!r} is empty or too long")
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        params = {"id": uuid.uuid4(), "name": name, "token_sha256": token_hash(secret)}
+        params = {
+            "id": uuid.uuid4(),
+            "name": name,
+            "token_sha256": token_hash(secret),
+            "executor_ids": list(globs),
+        }
         async with translated(), self._pool.connection() as conn:
             row = await (await conn.execute(sql("insert_executor_token"), params)).fetchone()
         assert row is not None
         return TokenInfo(row[0], None, row[2], row[3], row[4]), secret
 
-    async def authenticate_executor(self, token: str) -> bool:
-        """Whether `token` is a live executor token."""
+    async def authenticate_executor(self, token: str) -> ExecutorCredential | None:
+        """What a live executor token allows; None for any other token."""
         if not token.startswith(TOKEN_PREFIX):
-            return False
+            return None
         async with translated(), self._pool.connection() as conn:
             cursor = await conn.execute(
                 sql("authenticate_executor"), {"token_sha256": token_hash(token)}
             )
-            return await cursor.fetchone() is not None
+            row = await cursor.fetchone()
+        return None if row is None else ExecutorCredential(row[0], tuple(row[1]))
 
     async def authenticate(self, token: str) -> TenantId | None:
         """The tenant a live token belongs to; None for an unknown or revoked one."""

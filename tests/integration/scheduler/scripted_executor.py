@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -61,9 +62,15 @@ class ScriptedExecutor:
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     send_results: bool = True
     heartbeat_every_s: float | None = 0.5
+    """Heartbeat running dispatches this often (None: never, like a frozen executor)."""
     token: str = ""
     """The executor token the node requires (`connected` makes one)."""
-    """Heartbeat running dispatches this often (None: never, like a frozen executor)."""
+    instance_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """This process's Hello instance id: the runs dispatched to it are bound to it."""
+    refusals: list[pb.StaleFence] = field(default_factory=list)
+    """Every refusal the node sent, with its reason."""
+    ended: grpc.aio.AioRpcError | None = None
+    """How the node ended the stream, if it did."""
     _outbox: asyncio.Queue[pb.ExecutorMessage | None] = field(default_factory=asyncio.Queue)
     _task: asyncio.Task[None] | None = None
     _channel: grpc.aio.Channel | None = None
@@ -75,7 +82,10 @@ class ScriptedExecutor:
         self._outbox.put_nowait(
             pb.ExecutorMessage(
                 hello=pb.Hello(
-                    executor_id=self.executor_id, pools=[self.pool], capacity=self.capacity
+                    executor_id=self.executor_id,
+                    pools=[self.pool],
+                    capacity=self.capacity,
+                    instance_id=self.instance_id,
                 )
             )
         )
@@ -94,28 +104,37 @@ class ScriptedExecutor:
             yield message
 
     async def _receive(self, call: grpc.aio.StreamStreamCall) -> None:  # type: ignore[type-arg]
-        with contextlib.suppress(grpc.aio.AioRpcError, asyncio.CancelledError):
-            async for message in call:
-                body = message.WhichOneof("body")
-                dispatches = []
-                if body == "dispatch":
-                    dispatches = [message.dispatch]
-                elif body == "dispatches":
-                    dispatches = list(message.dispatches.dispatches)
-                elif body == "accepted":
-                    self.accepted.append((message.accepted.execution_id, message.accepted.fence))
-                elif body == "stale_fence":
-                    stale = message.stale_fence
-                    self.stale.append((stale.execution_id, stale.fence))
-                elif body == "acknowledgements":
-                    acks = message.acknowledgements
-                    self.accepted.extend((a.execution_id, a.fence) for a in acks.accepted)
-                    self.stale.extend((s.execution_id, s.fence) for s in acks.stale)
-                for dispatch in dispatches:
-                    task = asyncio.create_task(self._run(dispatch))
-                    self._running.add(task)
-                    task.add_done_callback(self._running.discard)
-                self.changed.set()
+        try:
+            await self._receive_all(call)
+        except grpc.aio.AioRpcError as exc:
+            self.ended = exc
+        finally:
+            self.changed.set()
+
+    async def _receive_all(self, call: grpc.aio.StreamStreamCall) -> None:  # type: ignore[type-arg]
+        async for message in call:
+            body = message.WhichOneof("body")
+            dispatches = []
+            if body == "dispatch":
+                dispatches = [message.dispatch]
+            elif body == "dispatches":
+                dispatches = list(message.dispatches.dispatches)
+            elif body == "accepted":
+                self.accepted.append((message.accepted.execution_id, message.accepted.fence))
+            elif body == "stale_fence":
+                stale = message.stale_fence
+                self.stale.append((stale.execution_id, stale.fence))
+                self.refusals.append(stale)
+            elif body == "acknowledgements":
+                acks = message.acknowledgements
+                self.accepted.extend((a.execution_id, a.fence) for a in acks.accepted)
+                self.stale.extend((s.execution_id, s.fence) for s in acks.stale)
+                self.refusals.extend(acks.stale)
+            for dispatch in dispatches:
+                task = asyncio.create_task(self._run(dispatch))
+                self._running.add(task)
+                task.add_done_callback(self._running.discard)
+            self.changed.set()
 
     async def _run(self, dispatch: pb.Dispatch) -> None:
         start_at = dispatch.start_at.ToDatetime(UTC)
@@ -165,6 +184,11 @@ class ScriptedExecutor:
             await asyncio.sleep(self.heartbeat_every_s)  # the heartbeat schedule itself
             self.heartbeat(dispatch.execution_id, dispatch.fence)
 
+    def send_result(self, execution_id: str, fence: int, outcome: int) -> None:
+        """Report a result as this executor, whether or not it ran the execution."""
+        result = pb.Result(execution_id=execution_id, fence=fence, outcome=outcome)  # type: ignore[arg-type]
+        self._outbox.put_nowait(pb.ExecutorMessage(result=result))
+
     def heartbeat(self, execution_id: str, fence: int) -> None:
         self._outbox.put_nowait(
             pb.ExecutorMessage(heartbeat=pb.Heartbeat(execution_id=execution_id, fence=fence))
@@ -191,7 +215,9 @@ class ScriptedExecutor:
 async def connected(node: SchedulerNode, **options: Any) -> ScriptedExecutor:
     """A scripted executor streaming to `node`, once the node has joined and loaded."""
     if "token" not in options:
-        _, options["token"] = await node.store.tenants.create_executor_token("scripted")
+        _, options["token"] = await node.store.tenants.create_executor_token(
+            "scripted", executor_ids=("*",)
+        )
     executor = ScriptedExecutor(node.address, **options)
     await executor.start()
     await node.ready.wait()

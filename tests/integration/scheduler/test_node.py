@@ -120,7 +120,7 @@ async def test_an_expired_lease_is_retried_with_a_higher_fence_and_the_late_resu
     store: Store, start_node: NodeFactory
 ) -> None:
     node = await start_node()
-    _, token = await store.tenants.create_executor_token("test")
+    _, token = await store.tenants.create_executor_token("test", executor_ids=("*",))
     silent = ScriptedExecutor(
         node.address, executor_id="silent", send_results=False, heartbeat_every_s=None,
         token=token,
@@ -233,7 +233,7 @@ async def test_a_graceful_stop_hands_partitions_over_and_work_still_fires(
     second = await start_node("node-b")
     await first.ready.wait()
     await second.ready.wait()
-    _, token = await store.tenants.create_executor_token("test")
+    _, token = await store.tenants.create_executor_token("test", executor_ids=("*",))
     executors = [
         ScriptedExecutor(n.address, executor_id=n.node_id, token=token) for n in (first, second)
     ]

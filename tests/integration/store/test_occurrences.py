@@ -18,7 +18,7 @@ from wheel.model.executions import AttemptResult, ExecutionStatus, Fenced, Outco
 from wheel.model.ids import ExecutionKey, JobId, PartitionId
 from wheel.model.jobs import OverlapPolicy
 from wheel.store import Store
-from wheel.store.occurrences import DueCursor
+from wheel.store.occurrences import DueCursor, ExecutorBinding
 
 EPOCH = 100
 
@@ -29,14 +29,19 @@ async def owned(store: Store, *partitions: int, epoch: int = EPOCH) -> dict[Part
     return epochs
 
 
-async def claimed_one(store: Store, **policies: object) -> tuple[ExecutionKey, int]:
-    """An occurrence claimed once: its key and fence."""
+EX1 = ExecutorBinding("ex-1", "instance-1")
+
+
+async def claimed_one(
+    store: Store, *, executor: ExecutorBinding = EX1, **policies: object
+) -> tuple[ExecutionKey, int]:
+    """An occurrence claimed once for `executor`: its key and fence."""
     owner = await make.tenant(store)
     job = await make.job(store, owner, partition=3, **policies)
     at = make.soon()
     await store.occurrences.insert([make.occurrence(job, at)])
     claims = await store.occurrences.claim(
-        [ExecutionKey(job.id, at)], await owned(store, 3), lease_s=30
+        [ExecutionKey(job.id, at)], await owned(store, 3), lease_s=30, executors=[executor]
     )
     assert len(claims) == 1
     return claims[0].key, claims[0].fence
@@ -156,8 +161,39 @@ async def test_paused_jobs_are_not_claimed(store: Store) -> None:
 async def test_heartbeat_extends_only_with_the_current_fence(store: Store) -> None:
     key, fence = await claimed_one(store)
     good, stale = Fenced(key, fence), Fenced(key, fence - 1)
-    refused = await store.occurrences.heartbeat([good, stale], executor_id="ex-1", lease_s=60)
+    refused = await store.occurrences.heartbeat([good, stale], executor=EX1, lease_s=60)
     assert refused == [stale]
+
+
+async def test_only_the_executor_process_a_run_went_to_may_report_it(store: Store) -> None:
+    """Another holder of an executor token, with the right id and fence but not the
+    process's instance, can neither keep the run alive nor settle it."""
+    key, fence = await claimed_one(store)
+    for intruder in (ExecutorBinding("ex-2", "instance-2"), ExecutorBinding("ex-1", "guess")):
+        assert await store.occurrences.heartbeat(
+            [Fenced(key, fence)], executor=intruder, lease_s=600
+        ) == [Fenced(key, fence)]
+        forged = AttemptResult(key, fence, Outcome.SUCCEEDED, executor_id=intruder.executor_id,
+                               executor_instance=intruder.instance)  # fmt: skip
+        outcome = await store.occurrences.record_results([forged])
+        assert outcome.recorded == []
+        (refused,) = outcome.stale
+        assert refused.not_yours
+        assert (refused.current_fence, refused.status) == (None, None), "nothing is told"
+    async with store.pool.connection() as conn:
+        row = await (
+            await conn.execute(
+                "SELECT status::text, executor_id, (SELECT count(*) FROM attempts a"
+                " WHERE a.job_id = e.job_id) FROM executions e WHERE job_id = %s",
+                (key.job_id,),
+            )
+        ).fetchone()
+    assert row == ("dispatched", "ex-1", 0), "no attempt was recorded under an intruder"
+    real = AttemptResult(key, fence, Outcome.SUCCEEDED, executor_id="ex-1",
+                         executor_instance="instance-1")  # fmt: skip
+    assert [r.status for r in (await store.occurrences.record_results([real])).recorded] == [
+        ExecutionStatus.SUCCEEDED
+    ]
 
 
 async def test_success_is_recorded_once_and_a_stale_fence_is_refused(store: Store) -> None:
@@ -324,8 +360,8 @@ async def test_each_batch_is_one_statement(counting_store: Store, batch: int) ->
     for operation in (
         store.occurrences.insert([make.occurrence(job, t) for t in times]),
         store.occurrences.load_due([PartitionId(9)], times[-1] + timedelta(seconds=1), limit=batch),
-        store.occurrences.claim(keys, epochs, lease_s=30),
-        store.occurrences.heartbeat([Fenced(k, 1) for k in keys], executor_id="ex", lease_s=30),
+        store.occurrences.claim(keys, epochs, lease_s=30, executors=[EX1] * len(keys)),
+        store.occurrences.heartbeat([Fenced(k, 1) for k in keys], executor=EX1, lease_s=30),
         store.occurrences.record_results([AttemptResult(k, 1, Outcome.SUCCEEDED) for k in keys]),
         store.occurrences.reap(epochs),
     ):

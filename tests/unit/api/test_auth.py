@@ -9,8 +9,10 @@ import pytest
 from wheel.api.auth import Authenticator, ExecutorAuthenticator, bearer
 from wheel.errors import PermissionDenied, Unauthenticated
 from wheel.model.ids import TenantId
+from wheel.model.tenants import ExecutorCredential
 
 TENANT = TenantId(uuid.uuid4())
+CREDENTIAL = ExecutorCredential(uuid.uuid4(), ("pool-a", "pool-a-*"))
 
 
 class Tokens:
@@ -25,9 +27,9 @@ class Tokens:
         self.lookups += 1
         return self.live.get(token)
 
-    async def authenticate_executor(self, token: str) -> bool:
+    async def authenticate_executor(self, token: str) -> ExecutorCredential | None:
         self.lookups += 1
-        return token in self.executors
+        return CREDENTIAL if token in self.executors else None
 
 
 @pytest.mark.parametrize(
@@ -80,7 +82,9 @@ async def test_unknown_tokens_are_not_cached() -> None:
 async def test_the_executor_stream_takes_only_executor_tokens() -> None:
     tokens, now = Tokens(), [0.0]
     gate = ExecutorAuthenticator(tokens, ttl_s=5.0, clock=lambda: now[0])
-    await gate.check((("authorization", "Bearer whl_executor"),))
+    credential = await gate.check((("authorization", "Bearer whl_executor"),))
+    assert credential.allows("pool-a-7d9f")
+    assert not credential.allows("pool-b")
     await gate.check((("authorization", "Bearer whl_executor"),))
     assert tokens.lookups == 1, "cached"
     with pytest.raises(PermissionDenied):

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any, cast
 from unittest.mock import MagicMock
 
+import pytest
+
 from tests.unit.scheduler.test_ready import A, item
-from wheel.model.executions import DueOccurrence
+from wheel.errors import Conflict
+from wheel.model.executions import AttemptResult, DueOccurrence, Outcome
 from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId
 from wheel.scheduler.config import SchedulerConfig
-from wheel.scheduler.engine import Engine, _clean_error
+from wheel.scheduler.engine import Engine, InFlight
 from wheel.scheduler.links import Links
+from wheel.scheduler.messages import NOT_YOURS, Hello
+from wheel.scheduler.messages import clean_error as _clean_error
 
 
 def engine() -> Engine:
@@ -20,15 +26,75 @@ def engine() -> Engine:
     return Engine(config, MagicMock(name="store"), Links())
 
 
+def hello(executor_id: str, task_types: tuple[str, ...] = ("report",), **fields: Any) -> Hello:
+    settings: dict[str, Any] = {"pools": ("default",), "capacity": 10, "instance_id": "i1"}
+    settings.update(fields)
+    return Hello(executor_id, task_types=task_types, **settings)
+
+
+TOKEN = uuid.uuid4()
+
+
 def test_dispatches_go_only_to_executors_with_the_task() -> None:
     links = Links()
-    without = links.connect("old", ("default",), ("report",), 10)
-    with_it = links.connect("new", ("default",), ("report", "resize"), 10)
+    without = links.connect(hello("old", ("report",)), TOKEN)
+    with_it = links.connect(hello("new", ("report", "resize")), TOKEN)
     links.grant(without, "default", 5)
     links.grant(with_it, "default", 1)
     assert links.take("default", "resize") is with_it
     assert links.take("default", "resize") is None, "the only capable executor has no credit"
     assert links.take("default", "report") is without
+
+
+def test_one_executor_id_is_one_process() -> None:
+    links = Links()
+    first = links.connect(hello("ex", instance_id="a"), TOKEN)
+    with pytest.raises(Conflict, match="another process"):
+        links.connect(hello("ex", instance_id="b"), TOKEN)
+    with pytest.raises(Conflict):
+        links.connect(hello("ex", instance_id="a"), uuid.uuid4())  # another token
+    assert first.open
+    again = links.connect(hello("ex", instance_id="a"), TOKEN)  # the same process reconnecting
+    assert not first.open
+    assert again.open
+    assert len(links) == 1
+
+
+async def test_a_run_no_connected_executor_serves_is_never_claimed() -> None:
+    e = engine()
+    e.own(PartitionId(3), 1)
+    store = cast(MagicMock, e._store)
+    link = e.links.connect(hello("ex", ("report",)), TOKEN)
+    e.links.grant(link, "default", 10)
+    due = _waiting_runs(uuid.uuid4(), 1, task_type="exmaple.hello", overlap="allow")[0]
+    e.add_due([due])
+    e.ready.push(e.known[due.key])  # fired (the wheel is not running here)
+    e._next_round()
+    store.occurrences.claim_batch.assert_not_called()
+    assert [r.key for r in e.unserved[("default", "exmaple.hello")]] == [due.key]
+    assert link.credits["default"] == 10, "no credit was used"
+    # An executor that runs it connects: the run goes back to be claimed.
+    e.links.connect(hello("other", ("exmaple.hello",)), TOKEN)
+    e._serve_waiting()
+    assert e.unserved == {}
+    assert [r.key for r in e.ready] == [due.key]
+
+
+async def test_a_result_for_a_run_handed_to_another_executor_is_refused_at_once() -> None:
+    e = engine()
+    e.start()
+    owner = e.links.connect(hello("owner"), TOKEN)
+    intruder = e.links.connect(hello("intruder", instance_id="x"), TOKEN)
+    key = _waiting_runs(uuid.uuid4(), 1)[0].key
+    e.in_flight[key] = InFlight(item(A, 1, partition=3), 7, owner, 0.0)
+    e.report(intruder, AttemptResult(key, 7, Outcome.SUCCEEDED))
+    refused = intruder.outbox.get_nowait()
+    assert refused is not None
+    assert refused.stale_fence.reason == NOT_YOURS
+    assert refused.stale_fence.current_fence == 0, "nothing about the run is told"
+    assert e.stats.refused["result.not_yours"] == 1
+    assert key in e.in_flight, "the owner's run is untouched"
+    await e.stop()
 
 
 async def test_releasing_the_partition_of_every_parked_item_leaves_nothing_to_probe() -> None:
@@ -49,7 +115,9 @@ def test_error_texts_lose_nul_bytes_and_are_bounded() -> None:
     assert len(_clean_error("x" * 100_000) or "") == 8192
 
 
-def _waiting_runs(job: uuid.UUID, count: int) -> list[DueOccurrence]:
+def _waiting_runs(
+    job: uuid.UUID, count: int, *, task_type: str = "report", overlap: str = "wait"
+) -> list[DueOccurrence]:
     start = datetime(2026, 11, 1, tzinfo=UTC)
     return [
         DueOccurrence(
@@ -60,8 +128,8 @@ def _waiting_runs(job: uuid.UUID, count: int) -> list[DueOccurrence]:
             job_version=1,
             tenant_id=TenantId(uuid.uuid4()),
             pool="default",
-            task_type="report",
-            overlap="wait",
+            task_type=task_type,
+            overlap=overlap,
         )
         for n in range(count)
     ]

@@ -21,11 +21,12 @@ WITH owned AS (
     FROM expired
 )
 SELECT r.accepted, r.job_id, r.scheduled_for, r.fence, r.current_fence, r.status::text, r.fire_at,
-       r.attempt
+       r.attempt, r.refusal
 FROM batch,
      LATERAL wheel_record_attempts(
          batch.job_ids, batch.scheduled_fors, batch.fences,
          array_fill('lease_expired'::wheel_outcome, ARRAY[batch.n::integer]),
+         array_fill(NULL::text, ARRAY[batch.n::integer]),
          array_fill(NULL::text, ARRAY[batch.n::integer]),
          array_fill(NULL::timestamptz, ARRAY[batch.n::integer]),
          array_fill(NULL::timestamptz, ARRAY[batch.n::integer]),

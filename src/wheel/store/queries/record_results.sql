@@ -1,5 +1,7 @@
-SELECT accepted, job_id, scheduled_for, fence, current_fence, status::text, fire_at, attempt
+SELECT accepted, job_id, scheduled_for, fence, current_fence, status::text, fire_at, attempt,
+       refusal
 FROM wheel_record_attempts(%(job_ids)s::uuid[], %(scheduled_fors)s::timestamptz[],
                            %(fences)s::bigint[], %(outcomes)s::wheel_outcome[],
-                           %(executors)s::text[], %(started)s::timestamptz[],
-                           %(finished)s::timestamptz[], %(errors)s::text[])
+                           %(executors)s::text[], %(instances)s::text[],
+                           %(started)s::timestamptz[], %(finished)s::timestamptz[],
+                           %(errors)s::text[])

@@ -72,16 +72,18 @@ class Acknowledgements(_message.Message):
     def __init__(self, accepted: _Optional[_Iterable[_Union[ResultAccepted, _Mapping]]] = ..., stale: _Optional[_Iterable[_Union[StaleFence, _Mapping]]] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("executor_id", "pools", "task_types", "capacity")
+    __slots__ = ("executor_id", "pools", "task_types", "capacity", "instance_id")
     EXECUTOR_ID_FIELD_NUMBER: _ClassVar[int]
     POOLS_FIELD_NUMBER: _ClassVar[int]
     TASK_TYPES_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     executor_id: str
     pools: _containers.RepeatedScalarFieldContainer[str]
     task_types: _containers.RepeatedScalarFieldContainer[str]
     capacity: int
-    def __init__(self, executor_id: _Optional[str] = ..., pools: _Optional[_Iterable[str]] = ..., task_types: _Optional[_Iterable[str]] = ..., capacity: _Optional[int] = ...) -> None: ...
+    instance_id: str
+    def __init__(self, executor_id: _Optional[str] = ..., pools: _Optional[_Iterable[str]] = ..., task_types: _Optional[_Iterable[str]] = ..., capacity: _Optional[int] = ..., instance_id: _Optional[str] = ...) -> None: ...
 
 class Welcome(_message.Message):
     __slots__ = ("node_id", "heartbeat_interval_ms")
@@ -170,14 +172,16 @@ class CancelExecution(_message.Message):
     def __init__(self, execution_id: _Optional[str] = ..., fence: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class StaleFence(_message.Message):
-    __slots__ = ("execution_id", "fence", "current_fence")
+    __slots__ = ("execution_id", "fence", "current_fence", "reason")
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
     FENCE_FIELD_NUMBER: _ClassVar[int]
     CURRENT_FENCE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
     execution_id: str
     fence: int
     current_fence: int
-    def __init__(self, execution_id: _Optional[str] = ..., fence: _Optional[int] = ..., current_fence: _Optional[int] = ...) -> None: ...
+    reason: str
+    def __init__(self, execution_id: _Optional[str] = ..., fence: _Optional[int] = ..., current_fence: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ResultAccepted(_message.Message):
     __slots__ = ("execution_id", "fence")
