@@ -99,6 +99,8 @@ def create_job(
         show.job(console, "job created", created.job)
         show.runs(console, created.next_runs)
 
+    for warning in created.warnings:  # stderr: `$(wheel jobs create ... --output id)` works
+        click.echo(f"wheel: warning: {warning}", err=True)
     session.show(created, human)
 
 

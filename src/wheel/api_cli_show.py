@@ -107,6 +107,7 @@ def job(console: Console, title: str, item: types.Job) -> None:
             ("payload", _payload(item.payload)),
             ("created", when(item.created_at)),
             ("updated", when(item.updated_at)),
+            *(("warning", warning) for warning in item.warnings),
         ],
     )
 

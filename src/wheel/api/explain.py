@@ -1,12 +1,16 @@
 """Explain one occurrence: the path it took, or why it did not run.
 
 Read from what is durable (the job, the execution and its attempts, the
-claiming node) plus two live facts from etcd: who owns the occurrence's
-partition now and whether that node's circuit breaker for the task type is
-open (nodes publish open breakers under `breakers/<node>`, on their session
-lease). An occurrence that has no row is explained from the job's
-schedule: not an instant of it, outside its bounds, before the job existed,
-or not materialised yet.
+claiming node, another run of the job in flight, the tenant's in-flight
+count) plus live facts from etcd: who owns the occurrence's partition now,
+which executors stream to that node and what they serve (`links/<node>`),
+and whether its circuit breaker for the task type is open (`breakers/<node>`),
+both published by the nodes on their session leases. A due run gets the one
+reason that holds now, checked in order: paused, not due, no owner, no
+executor, its task type unserved, breaker open, behind a running run, tenant
+at its cap, just due, waiting for capacity. An occurrence that has no row is
+explained from the job's schedule: not an instant of it, outside its bounds,
+before the job existed, or not materialised yet.
 """
 
 from __future__ import annotations
@@ -16,12 +20,13 @@ from datetime import UTC, datetime, timedelta
 
 from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel.api import convert
+from wheel.api.served import ServedView
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout, decode
 from wheel.errors import NotFound, first_line
 from wheel.model.executions import Execution, ExecutionStatus, Trigger
 from wheel.model.ids import ExecutionKey, TenantId
-from wheel.model.jobs import Job, JobStatus, ScheduleKind
+from wheel.model.jobs import Job, JobStatus, OverlapPolicy, ScheduleKind
 from wheel.schedule import compile_schedule
 from wheel.store import Store
 from wheel.timestamps import to_timestamp
@@ -32,6 +37,10 @@ _MADE = {
     Trigger.MANUAL: "triggered",
     Trigger.BACKFILL: "backfilled",
 }
+
+
+_JUST_DUE_S = 1.0
+"""A run due less than this long ago is being claimed, not waiting for anything."""
 
 
 def _when(instant: datetime) -> str:
@@ -45,11 +54,13 @@ class Explainer:
         etcd: Etcd,
         layout: Layout,
         *,
+        served: ServedView | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._store = store
         self._etcd = etcd
         self._layout = layout
+        self._served = served or ServedView(etcd, layout)
         self._clock = clock
 
     async def explain(self, tenant: TenantId, key: ExecutionKey) -> api.Explanation:
@@ -167,6 +178,7 @@ class Explainer:
     async def _pending(
         self, result: api.Explanation, job: Job, execution: Execution
     ) -> tuple[api.Explanation.Verdict, str]:
+        """The one reason a pending run has not run yet, checked in the order they hold."""
         now = self._clock()
         owner, epoch = await self._owner(execution.partition)
         held = f"node {owner} (epoch {epoch})" if owner else "no node right now"
@@ -190,21 +202,55 @@ class Explainer:
                 f"made from version {execution.job_version}; the job is at {job.version}: "
                 "the materialiser carries it over or supersedes it"
             )
-        if owner and await self._breaker_open(owner, job.spec.task_type):
-            return V.PARKED, (
-                f"the circuit breaker for task type {job.spec.task_type!r} is open on {owner}: "
-                "it is parked until a probe succeeds"
-            )
         due = (now - execution.fire_at).total_seconds()
         if owner is None:
             return (
                 V.QUEUED,
                 f"due {due:.1f} s ago; waiting for a node to take partition {execution.partition}",
             )
+        pool, task_type = job.spec.policies.pool, job.spec.task_type
+        served = await self._served.now()
+        if not served.on(owner):
+            return V.NO_EXECUTOR, (
+                f"due {due:.1f} s ago; no executor is connected to {owner}, which owns "
+                f"partition {execution.partition}"
+            )
+        if not served.serves(pool, task_type, owner):
+            reason = served.unserved(pool, task_type) or (
+                f"the executors connected to {owner} do not serve task type {task_type!r}"
+            )
+            return V.UNSERVED, f"due {due:.1f} s ago; {reason}"
+        if await self._breaker_open(owner, task_type):
+            return V.PARKED, (
+                f"the circuit breaker for task type {task_type!r} is open on {owner}: "
+                "it is parked until a probe succeeds"
+            )
+        if job.spec.policies.overlap is not OverlapPolicy.ALLOW:
+            running = await self._store.executions.in_flight_of_job(job.tenant_id, job.id)
+            if running is not None and running.key != execution.key:
+                rule = (
+                    "runs asked for by a person and retries wait for it"
+                    if execution.trigger is not Trigger.SCHEDULE or execution.attempt > 0
+                    else f"the job's overlap policy is {job.spec.policies.overlap.value}"
+                )
+                where = f" on {running.executor_id}" if running.executor_id else ""
+                return V.BEHIND_RUNNING, (
+                    f"due {due:.1f} s ago; waiting for run {running.key.id} ({running.status.value}"
+                    f"{where}) to finish: {rule}"
+                )
+        tenant = await self._store.tenants.load(job.tenant_id)
+        if tenant is not None and tenant.in_flight >= tenant.max_in_flight:
+            return V.AT_TENANT_CAP, (
+                f"due {due:.1f} s ago; the tenant has {tenant.in_flight} runs in flight, its cap"
+                f" (max_in_flight {tenant.max_in_flight}): it is claimed when one finishes"
+            )
+        if due < _JUST_DUE_S:
+            return V.QUEUED, f"due {due * 1000:.0f} ms ago: {owner} is claiming it now"
+        credit = sum(e.credit.get(pool, 0) for e in served.on(owner) if e.serves(pool, task_type))
+        waiting = served.ready.get(owner, {}).get(pool, 0)
         return V.QUEUED, (
-            f"due {due:.1f} s ago, not claimed yet by {owner}: waiting for executor capacity in "
-            f"pool {job.spec.policies.pool!r}, the tenant's in-flight cap, or another run of the "
-            "job to finish (overlap)"
+            f"due {due:.1f} s ago; waiting for executor capacity in pool {pool!r} on {owner}: "
+            f"{waiting} runs ready there, free credit {credit}"
         )
 
     async def _owner(self, partition: int) -> tuple[str | None, int | None]:

@@ -17,7 +17,8 @@ from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.api import convert
 from wheel.api.rpc import Rpc, Service
-from wheel.errors import Conflict, InvalidArgument, InvalidTransition, NotFound
+from wheel.api.served import Served, ServedView
+from wheel.errors import Conflict, CoordinatorError, InvalidArgument, InvalidTransition, NotFound
 from wheel.model.executions import NewOccurrence, Trigger
 from wheel.model.ids import ExecutionKey, JobId, TenantId
 from wheel.model.jobs import Job, JobStatus, ScheduleKind
@@ -48,9 +49,11 @@ class JobsApi:
         *,
         partitions: int,
         retention_days: int = 30,
+        served: ServedView | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._store = store
+        self._served = served
         self._partitions = partitions
         self._retention = timedelta(days=retention_days)
         self._clock = clock
@@ -101,17 +104,41 @@ class JobsApi:
             if existing.spec != spec:
                 raise Conflict(f"job {job_id} exists with another definition") from None
             plan = compile_schedule(spec.schedule, job_id, now=existing.created_at)
-            return self._created(existing, plan, now, count)
-        return self._created(registered.job, registered.plan, now, count)
+            return await self._created(existing, plan, now, count)
+        return await self._created(registered.job, registered.plan, now, count)
 
-    def _created(
+    async def _created(
         self, job: Job, plan: SchedulePlan, now: datetime, count: int
     ) -> api.CreateJobResponse:
         after = now if plan.one_off is None else min(now, plan.one_off)
         runs = preview(plan, after, count) if job.status is not JobStatus.DELETED else []
+        (message,) = await self._jobs_to([job])
         return api.CreateJobResponse(
-            job=convert.job_to(job), next_runs=[convert.next_run_to(run) for run in runs]
+            job=message,
+            next_runs=[convert.next_run_to(run) for run in runs],
+            warnings=list(message.warnings),
         )
+
+    async def _jobs_to(self, jobs: list[Job]) -> list[pb.Job]:
+        """Jobs as messages, each with what may keep its runs from running now."""
+        messages = [convert.job_to(job) for job in jobs]
+        served = await self._served_now()
+        if served is not None:
+            for job, message in zip(jobs, messages, strict=True):
+                if job.status is JobStatus.DELETED:
+                    continue
+                warning = served.unserved(job.spec.policies.pool, job.spec.task_type)
+                if warning is not None:
+                    message.warnings.append(warning)
+        return messages
+
+    async def _served_now(self) -> Served | None:
+        if self._served is None:
+            return None
+        try:
+            return await self._served.now()
+        except CoordinatorError:
+            return None  # etcd is away: no warning rather than no answer
 
     async def _existing(self, tenant: TenantId, job_id: JobId) -> Job | None:
         try:
@@ -120,13 +147,14 @@ class JobsApi:
             return None
 
     async def get(self, request: api.GetJobRequest, tenant: TenantId) -> pb.Job:
-        return convert.job_to(await self._store.jobs.get(tenant, convert.job_id(request.id)))
+        job = await self._store.jobs.get(tenant, convert.job_id(request.id))
+        return (await self._jobs_to([job]))[0]
 
     async def list(self, request: api.ListJobsRequest, tenant: TenantId) -> api.ListJobsResponse:
         jobs, token = await self._store.jobs.list(
             tenant, page_size=request.page_size, page_token=request.page_token
         )
-        listed = [convert.job_to(job) for job in jobs]
+        listed = await self._jobs_to(jobs)
         for message in listed:
             message.ClearField("payload")  # a page of 1 MiB payloads would be a GiB
         return api.ListJobsResponse(jobs=listed, next_page_token=token)

@@ -83,6 +83,7 @@ def job(message: pb.Job) -> t.Job:
         version=message.version,
         created_at=to_datetime(message.created_at),
         updated_at=to_datetime(message.updated_at),
+        warnings=tuple(message.warnings),
     )
 
 
@@ -131,7 +132,9 @@ def next_run(message: pb.NextRun) -> t.NextRun:
 
 def created_job(message: api.CreateJobResponse) -> t.CreatedJob:
     return t.CreatedJob(
-        job=job(message.job), next_runs=tuple(next_run(run) for run in message.next_runs)
+        job=job(message.job),
+        next_runs=tuple(next_run(run) for run in message.next_runs),
+        warnings=tuple(message.warnings),
     )
 
 

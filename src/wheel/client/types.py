@@ -41,6 +41,8 @@ class Job:
     """Grows with every update of the definition."""
     created_at: datetime
     updated_at: datetime
+    warnings: tuple[str, ...] = ()
+    """What may keep its runs from running now (e.g. no executor serves its task type)."""
 
     @property
     def spec(self) -> JobSpec:
@@ -115,6 +117,8 @@ class CreatedJob:
 
     job: Job
     next_runs: tuple[NextRun, ...]
+    warnings: tuple[str, ...] = ()
+    """What may keep its runs from running, said at creation (the job is created)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +153,14 @@ class Verdict(enum.StrEnum):
     NOT_AN_OCCURRENCE = "not_an_occurrence"
     JOB_DELETED = "job_deleted"
     SKIPPED = "skipped"
+    UNSERVED = "unserved"
+    """Due, but no connected executor serves its task type."""
+    AT_TENANT_CAP = "at_tenant_cap"
+    """Due, but its tenant is at its in-flight cap."""
+    BEHIND_RUNNING = "behind_running"
+    """Due, waiting for another run of its job to finish (overlap)."""
+    NO_EXECUTOR = "no_executor"
+    """Due, but no executor is connected to the node that owns it."""
 
 
 @dataclass(frozen=True, slots=True)

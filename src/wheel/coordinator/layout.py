@@ -4,6 +4,7 @@
     /wheel/<cluster>/nodes/<id>          {"node", "address", "since"}   (the node's lease)
     /wheel/<cluster>/partitions/<nnnn>   {"node", "since"}              (the owner's lease)
     /wheel/<cluster>/executors/<id>      {"executor", "address", "pools", ...}
+    /wheel/<cluster>/links/<node>        {"executors": {...}, "ready": {...}}  (the node's lease)
 
 `etcdctl get --prefix /wheel/<cluster>/partitions/` shows every owner; a
 partition key's create revision is the partition's epoch.
@@ -12,6 +13,7 @@ partition key's create revision is the partition's epoch.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +47,12 @@ class Layout:
         return f"{self.root}executors/"
 
     @property
+    def links(self) -> str:
+        """`links/<node>`: the executors streaming to that node, what they serve, and what
+        waits there (for `explain`, job warnings and `wheel executors`)."""
+        return f"{self.root}links/"
+
+    @property
     def breakers(self) -> str:
         """`breakers/<node>`: the task types whose circuit breaker is open on that node."""
         return f"{self.root}breakers/"
@@ -63,7 +71,7 @@ class Layout:
         return PartitionId(int(name))
 
 
-def encode(document: dict[str, Any]) -> bytes:
+def encode(document: Mapping[str, Any]) -> bytes:
     return json.dumps(document, sort_keys=True).encode()
 
 

@@ -87,6 +87,8 @@ class ClaimState(enum.StrEnum):
     """Another run of the job was leased and its overlap policy is queue: left pending."""
     EARLY = "early"
     """It fires later than the claim allows (an edit or a retry moved it): left pending."""
+    CAPPED = "capped"
+    """Its tenant is at its in-flight cap (across the cluster): left pending."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,11 @@ class Tenant:
     id: TenantId
     name: str
     max_in_flight: int
-    """At most this many of the tenant's executions are dispatched or running at once."""
+    """At most this many of the tenant's executions are dispatched or running at once,
+    across the cluster."""
     created_at: datetime
+    in_flight: int = 0
+    """Its executions dispatched or running now (as last committed)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
@@ -102,13 +101,3 @@ def runs_some_day(expr: CronExpr, after: date) -> bool:
     return any(
         expr.matches_day(day.day, day.month, (day.weekday() + 1) % 7) for day in _days(after, last)
     )
-
-
-def minimum_spacing(expr: CronExpr) -> timedelta:
-    """A lower bound of the time between two consecutive runs (wall clock, DST aside)."""
-    times = sorted(
-        h * 3600 + m * 60 + s for h in expr.hours for m in expr.minutes for s in expr.seconds
-    )
-    gaps = [b - a for a, b in itertools.pairwise(times)]
-    gaps.append(86_400 - times[-1] + times[0])
-    return timedelta(seconds=min(gaps))

@@ -7,8 +7,9 @@
 
 Bounds (`starts_at`, `ends_at`) are inclusive. The smear offset is a stable
 value in [0, smear) chosen by hashing the job id, the same every period; a
-smear as long as the gap between two runs is refused, so smearing never moves
-a run into another period.
+smear as long as the shortest real time between two runs (DST transitions of
+the zone in the next `HORIZON_YEARS` included: `wheel.schedule.spacing`) is
+refused, so smearing never moves a run past the next one.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from wheel.errors import InvalidArgument
 from wheel.model.jobs import Schedule, ScheduleKind
 from wheel.schedule import cron
 from wheel.schedule.dst import DstRule, Occurrence
-from wheel.schedule.expand import HORIZON_YEARS, expand, minimum_spacing, runs_some_day
+from wheel.schedule.expand import HORIZON_YEARS, expand, runs_some_day
+from wheel.schedule.spacing import real_spacing, wall_spacing
 from wheel.schedule.zones import zone
 
 _FIRST_WINDOW = timedelta(minutes=1)
@@ -113,12 +115,15 @@ def compile_schedule(schedule: Schedule, job_id: uuid.UUID, *, now: datetime) ->
         raise InvalidArgument(
             "schedule.cron", f"{schedule.cron!r} matches no day in the next {HORIZON_YEARS} years"
         )
-    spacing = minimum_spacing(expr)
-    if schedule.smear >= spacing:
-        raise InvalidArgument(
-            "schedule.smear",
-            f"{schedule.smear} is not shorter than the {spacing} between runs: "
-            "it would move runs into the next period",
-        )
     rule = DstRule.for_expression(expr.wildcard, schedule.dst_gap, schedule.dst_fold)
+    if schedule.smear > timedelta(0):
+        spacing = real_spacing(expr, tz, rule, now.astimezone(tz).year, HORIZON_YEARS)
+        if schedule.smear >= spacing:
+            across = f" (in real time, across DST in {tz.key})"
+            where = "" if spacing == wall_spacing(expr) else across
+            raise InvalidArgument(
+                "schedule.smear",
+                f"{schedule.smear} is not shorter than the {spacing} between two runs{where}: "
+                "it would move a run past the next one",
+            )
     return SchedulePlan(schedule, job_id, tz, expr, rule, None, offset)

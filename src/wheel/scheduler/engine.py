@@ -59,6 +59,8 @@ _ADD_CHUNK = 10_000
 _RETRY_CLAIM_S = 0.2
 _FINAL = (ExecutionStatus.SUCCEEDED, ExecutionStatus.DEAD, ExecutionStatus.NEEDS_REVIEW)
 _NOT_STARTED_BACKOFF_MS = 1000
+_NOT_STARTED_BACKOFF_MAX_MS = 60_000
+_CAPPED_RETRY_S = 1.0
 
 
 def _ms(instant: datetime) -> int:
@@ -110,6 +112,9 @@ class Engine:
         self.in_flight: dict[ExecutionKey, InFlight] = {}
         self.tenant_in_flight: Counter[TenantId] = Counter()
         self._tenant_reserved: Counter[TenantId] = Counter()
+        self.capped: dict[TenantId, list[Ready]] = {}
+        """By tenant: runs the claim left because the tenant is at its cluster-wide cap."""
+        self._capped_retry_at: float | None = None
         self.unserved: dict[tuple[str, str], list[Ready]] = {}
         """By (pool, task type): due occurrences no connected executor serves, left unclaimed."""
         self._served_generation = -1
@@ -183,6 +188,12 @@ class Engine:
         for job_id, items in list(self.blocked.items()):
             if items[0].partition == partition:  # a job's runs share its partition
                 del self.blocked[job_id]
+        for tenant, items in list(self.capped.items()):
+            kept = [r for r in items if r.partition != partition]
+            if kept:
+                self.capped[tenant] = kept
+            else:
+                del self.capped[tenant]
         for route, items in list(self.unserved.items()):
             kept = [r for r in items if r.partition != partition]
             if kept:
@@ -285,14 +296,18 @@ class Engine:
             try:
                 self._unpark()
                 self._serve_waiting()
+                if self._capped_retry_at is not None and time.monotonic() >= self._capped_retry_at:
+                    self._release_capped()
             except Exception:
                 log.exception("engine.unpark_failed")
 
     def _breaker_timeout(self) -> float | None:
-        next_change = self.breakers.next_change()
-        if next_change is None:
+        """Until the next breaker change or capped retry: what the loop must wake for."""
+        deadlines = [self.breakers.next_change(), self._capped_retry_at]
+        due = [d for d in deadlines if d is not None]
+        if not due:
             return None
-        return max(0.0, next_change - time.monotonic())
+        return max(0.0, min(due) - time.monotonic())
 
     def _unpark(self) -> None:
         """Parked occurrences flow again when their breaker closes; one goes as its probe."""
@@ -356,6 +371,25 @@ class Engine:
                 self._spawn(self._claim(batch))
             for item in deferred:
                 self.ready.push(item)
+
+    def _wait_for_room(self, item: Ready) -> None:
+        """Hold a run whose tenant is at its cluster-wide cap until one of its runs finishes
+        here, or `_CAPPED_RETRY_S` passes (runs finishing on other nodes make room too)."""
+        self.capped.setdefault(item.tenant, []).append(item)
+        if self._capped_retry_at is None:
+            self._capped_retry_at = time.monotonic() + _CAPPED_RETRY_S
+
+    def _release_capped(self, tenant: TenantId | None = None) -> None:
+        tenants = list(self.capped) if tenant is None else [tenant]
+        for name in tenants:
+            for item in self.capped.pop(name, []):
+                if item.key in self.known:
+                    self.ready.push(item)
+        if not self.capped:
+            self._capped_retry_at = None
+        elif tenant is None:
+            self._capped_retry_at = time.monotonic() + _CAPPED_RETRY_S
+        self._wake.set()
 
     def _set_unserved(self, item: Ready) -> None:
         """Hold an occurrence no connected executor serves: unclaimed, pending, no attempt."""
@@ -447,6 +481,8 @@ class Engine:
             if unclaimed.state is ClaimState.EARLY:
                 item.fire_at_ms = _ms(unclaimed.fire_at)
                 self.driver.add(item.key, self.claim_at(item.fire_at_ms))
+            elif unclaimed.state is ClaimState.CAPPED:
+                self._wait_for_room(item)
             elif unclaimed.state is ClaimState.BLOCKED:
                 if not self._queue_behind(item):
                     overlapped.append(item)
@@ -655,6 +691,8 @@ class Engine:
         if entry is None:
             return
         item = entry.ready
+        if item.tenant in self.capped:
+            self._release_capped(item.tenant)  # one of its runs finished: room for another
         if outcome is not Outcome.NOT_STARTED:
             succeeded = outcome is Outcome.SUCCEEDED
             self.breakers.record(item.task_type, succeeded, time.monotonic())
@@ -665,11 +703,15 @@ class Engine:
         if recorded.status is ExecutionStatus.PENDING and item.partition in self.owned:
             item.fire_at_ms = _ms(recorded.fire_at)
             if outcome is Outcome.NOT_STARTED:
-                # No executor could take it (none for its task type, or draining):
-                # ask again shortly rather than in a tight loop.
-                item.fire_at_ms = max(
-                    item.fire_at_ms, int(time.time() * 1000) + _NOT_STARTED_BACKOFF_MS
-                )
+                # Given back unstarted (an executor draining, or gone before the dispatch
+                # left): ask again after a backoff that doubles each time, up to a
+                # minute, so a run that keeps being refused costs little.
+                backoff_ms = min(_NOT_STARTED_BACKOFF_MS << min(item.not_started, 16),
+                                 _NOT_STARTED_BACKOFF_MAX_MS)  # fmt: skip
+                item.not_started += 1
+                item.fire_at_ms = max(item.fire_at_ms, int(time.time() * 1000) + backoff_ms)
+            else:
+                item.not_started = 0
             self.known[recorded.key] = item
             self._by_partition[item.partition].add(recorded.key)
             self.driver.add(recorded.key, self.claim_at(item.fire_at_ms))

@@ -17,7 +17,7 @@ import contextlib
 import dataclasses
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 
 import grpc
@@ -31,6 +31,7 @@ from wheel.api.executions import ExecutionsApi
 from wheel.api.explain import Explainer
 from wheel.api.jobs import JobsApi
 from wheel.api.rpc import add_services
+from wheel.api.served import ServedView
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout, encode
 from wheel.coordinator.membership import Membership
@@ -88,7 +89,7 @@ class SchedulerNode:
         self.metrics_address = ""
         self._health: health.aio.HealthServicer | None = None
         self._health_status: int | None = None
-        self._breakers_published: tuple[int, object] | None = None
+        self._published: dict[str, tuple[int, object]] = {}
         self._layout = Layout(config.cluster)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -141,11 +142,15 @@ class SchedulerNode:
         )
         server.add_generic_rpc_handlers([stream.handler()])
         # The public API: every call authenticated by its bearer token.
+        served = ServedView(etcd, layout)
         api_services = [
             JobsApi(
-                api_store, partitions=partitions, retention_days=config.retention_days
+                api_store,
+                partitions=partitions,
+                retention_days=config.retention_days,
+                served=served,
             ).service(),
-            ExecutionsApi(api_store, Explainer(api_store, etcd, layout)).service(),
+            ExecutionsApi(api_store, Explainer(api_store, etcd, layout, served=served)).service(),
             ClusterApi(etcd, layout).service(),
         ]
         add_services(
@@ -191,6 +196,7 @@ class SchedulerNode:
             self._every("clock", config.clock_check_interval_s, self._check_clock),
             self._every("stats", _STATS_INTERVAL_S, self._log_stats),
             self._every("breakers", _BREAKERS_INTERVAL_S, self._publish_breakers),
+            self._every("links", _BREAKERS_INTERVAL_S, self._publish_links),
             self._every("health", _HEALTH_INTERVAL_S, self._refresh_health),
             asyncio.create_task(self._membership_while_fit(), name="membership"),
         ]
@@ -312,25 +318,55 @@ class SchedulerNode:
 
     async def _publish_breakers(self) -> None:
         """Put this node's open breakers in etcd (on its session lease) for `explain`."""
-        membership, engine, etcd = self.membership, self.engine, self._etcd
-        session = membership.session if membership is not None else None
-        if session is None or engine is None or etcd is None:
-            return
+        engine = self.engine
+        assert engine is not None
         document = {
             "open": {
                 task_type: {"state": state.value, "parked": len(engine.parked.get(task_type, ()))}
                 for task_type, state in sorted(engine.breakers.not_closed().items())
             }
         }
-        published = (session.lease_id, document)
-        if published == self._breakers_published:
+        await self._publish(f"{self._layout.breakers}{self.node_id}", document)
+
+    async def _publish_links(self) -> None:
+        """Put the executors streaming to this node, and what waits here, in etcd (on its
+        session lease): `explain`, job warnings and `wheel executors` read it."""
+        engine = self.engine
+        assert engine is not None
+        executors = {
+            link.executor_id: {
+                "pools": list(link.pools),
+                "task_types": list(link.task_types),
+                "capacity": link.capacity,
+                "credit": dict(sorted(link.credits.items())),
+                "since": link.connected_at.isoformat(timespec="seconds"),
+            }
+            for link in sorted(engine.links, key=lambda link: link.executor_id)
+        }
+        unserved: dict[str, int] = {}
+        for (_, task_type), items in engine.unserved.items():
+            unserved[task_type] = unserved.get(task_type, 0) + len(items)
+        document = {
+            "executors": executors,
+            "ready": {pool: engine.ready.waiting(pool) for pool in sorted(engine.ready.pools())},
+            "unserved": dict(sorted(unserved.items())),
+        }
+        await self._publish(f"{self._layout.links}{self.node_id}", document)
+
+    async def _publish(self, key: str, document: Mapping[str, object]) -> None:
+        """Write `document` at `key` under the session's lease when it changed."""
+        membership, etcd = self.membership, self._etcd
+        session = membership.session if membership is not None else None
+        if session is None or etcd is None:
             return
-        key = f"{self._layout.breakers}{self.node_id}"
+        published = (session.lease_id, document)
+        if self._published.get(key) == published:
+            return
         try:
             await etcd.put(key, encode(document), lease=session.lease_id)
         except CoordinatorError:
             return  # etcd is away: the next tick tries again
-        self._breakers_published = published
+        self._published[key] = published
 
     async def _acquired(self, partition: PartitionId, epoch: int) -> bool:
         assert self._store is not None

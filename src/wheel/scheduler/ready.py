@@ -32,6 +32,8 @@ class Ready:
     priority: int
     overlap: str
     fire_at_ms: int
+    not_started: int = 0
+    """Times an executor gave it back unstarted in a row: each retry waits longer."""
 
 
 @dataclass(slots=True)

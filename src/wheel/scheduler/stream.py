@@ -110,6 +110,9 @@ class ExecutorStreamService:
             yield messages.welcome(self._node_id, engine.config.heartbeat_interval_s)
             while (message := await link.outbox.get()) is not None:
                 yield message
+            # Gone from the node before the executor hears why: no dispatch can follow.
+            engine.links.disconnect(link)
+            engine.undelivered(link)
             for task in (reader, watcher):
                 if task.done() and not task.cancelled() and isinstance(task.exception(), _Ended):
                     ended = task.exception()

@@ -118,6 +118,16 @@ class Executions:
             tenant_id, key, ExecutionStatus.PENDING, RETRYABLE, "retry", "manual retry"
         )
 
+    async def in_flight_of_job(self, tenant_id: TenantId, job_id: JobId) -> Execution | None:
+        """A run of the job dispatched or running now (without its attempts), or None."""
+        async with translated(), self._pool.connection() as conn:
+            cursor = conn.cursor(row_factory=dict_row)
+            await cursor.execute(
+                sql("in_flight_of_job"), {"job_id": job_id, "tenant_id": tenant_id}
+            )
+            row = await cursor.fetchone()
+        return None if row is None else execution_from_row(row)
+
     async def cancel(self, tenant_id: TenantId, key: ExecutionKey) -> Execution:
         """Cancel a pending execution: it will not run."""
         return await self._decide(

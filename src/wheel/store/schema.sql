@@ -20,7 +20,10 @@ CREATE TABLE tenants (
     id              uuid PRIMARY KEY,
     name            text NOT NULL UNIQUE CHECK (name <> ''),
     max_in_flight   integer NOT NULL DEFAULT 1000 CHECK (max_in_flight > 0),
-    created_at      timestamptz NOT NULL DEFAULT now()
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    -- Its runs dispatched or running now, across the cluster: claims stop at
+    -- max_in_flight (see wheel_claim); every recorded attempt lowers it.
+    in_flight       integer NOT NULL DEFAULT 0 CHECK (in_flight >= 0)
 );
 
 -- Tokens are 256-bit random secrets; only their SHA-256 is stored. A tenant's
@@ -252,7 +255,14 @@ AS $$
             reason = CASE WHEN d.next_status = 'cancelled' THEN 'job deleted' ELSE e.reason END
         FROM decided d
         WHERE e.job_id = d.job_id AND e.scheduled_for = d.scheduled_for
-        RETURNING e.job_id, e.scheduled_for, e.fence, e.status, e.fire_at, e.attempt
+        RETURNING e.job_id, e.scheduled_for, e.fence, e.status, e.fire_at, e.attempt,
+                  e.tenant_id
+    ), released AS (
+        -- Every recorded run leaves dispatched/running: its tenant has one fewer in flight.
+        UPDATE tenants t
+        SET in_flight = greatest(t.in_flight - c.n, 0)
+        FROM (SELECT tenant_id, count(*) AS n FROM updated GROUP BY tenant_id) c
+        WHERE t.id = c.tenant_id
     ), logged AS (
         INSERT INTO attempts (job_id, scheduled_for, number, fence, executor_id, started_at,
                               finished_at, outcome, error)
@@ -359,7 +369,8 @@ AS $$
     ), picked AS (
         -- LATERAL ... LIMIT 1: one primary-key probe per requested key, whatever
         -- the statistics say (a fresh partition must not turn this into a scan).
-        SELECT e.job_id, e.scheduled_for, e.fire_at, w.executor_id, w.instance,
+        SELECT e.job_id, e.scheduled_for, e.fire_at, e.tenant_id, w.executor_id, w.instance,
+               w.ord,
                CASE
                    WHEN e.fire_at > clock_timestamp() + make_interval(secs => p_ahead_s)
                        THEN 'early'
@@ -372,9 +383,10 @@ AS $$
                    ELSE 'claimed'
                END AS state
         FROM unnest(p_job_ids, p_scheduled_fors, p_executor_ids, p_instances)
-             AS w (job_id, scheduled_for, executor_id, instance)
+             WITH ORDINALITY AS w (job_id, scheduled_for, executor_id, instance, ord)
         CROSS JOIN LATERAL (
-            SELECT e.job_id, e.scheduled_for, e.fire_at, e.job_version, e.attempt, e.trigger
+            SELECT e.job_id, e.scheduled_for, e.fire_at, e.job_version, e.attempt, e.trigger,
+                   e.tenant_id
             FROM executions e
             WHERE e.job_id = w.job_id AND e.scheduled_for = w.scheduled_for
               AND e.status = 'pending'
@@ -389,6 +401,27 @@ AS $$
           -- job's current definition, like every claim).
           AND (j.schedule_kind <> 'cron' OR e.job_version = j.version OR e.attempt > 0
                OR e.trigger <> 'schedule')
+    ), wanted AS (
+        SELECT p.job_id, p.scheduled_for, p.tenant_id,
+               row_number() OVER (PARTITION BY p.tenant_id ORDER BY p.ord) AS nth
+        FROM picked p
+        WHERE p.state = 'claimed'
+    ), room AS (
+        -- The tenant's in-flight cap holds across the cluster: its row is locked (in
+        -- id order, so claims never deadlock) and read as last committed, and the
+        -- runs beyond its room are left 'capped'.
+        SELECT t.id, t.max_in_flight - t.in_flight AS free
+        FROM tenants t
+        WHERE t.id IN (SELECT tenant_id FROM wanted)
+        ORDER BY t.id
+        FOR UPDATE OF t
+    ), decided AS (
+        SELECT p.job_id, p.scheduled_for, p.fire_at, p.executor_id, p.instance,
+               CASE WHEN p.state = 'claimed' AND w.nth > coalesce(r.free, 0) THEN 'capped'
+                    ELSE p.state END AS state
+        FROM picked p
+        LEFT JOIN wanted w ON w.job_id = p.job_id AND w.scheduled_for = p.scheduled_for
+        LEFT JOIN room r ON r.id = w.tenant_id
     ), claimed AS (
         UPDATE executions e
         SET status = 'dispatched',
@@ -402,18 +435,23 @@ AS $$
             finished_at = NULL,
             error = NULL,
             claimed_by = o.node_id
-        FROM picked p, jobs j, owned o
+        FROM decided p, jobs j, owned o
         WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for AND j.id = e.job_id
           AND o.partition = e.partition AND p.state = 'claimed'
         RETURNING e.job_id, e.scheduled_for, e.tenant_id, e.partition, e.fence, e.attempt,
                   e.lease_until, e.job_version, j.task_type, j.payload, j.pool, e.priority,
                   j.timeout_ms, e.fire_at
+    ), counted AS (
+        UPDATE tenants t
+        SET in_flight = t.in_flight + c.n
+        FROM (SELECT tenant_id, count(*) AS n FROM claimed GROUP BY tenant_id) c
+        WHERE t.id = c.tenant_id
     ), skipped AS (
         UPDATE executions e
         SET status = 'skipped',
             reason = 'overlap: the previous run was still running (policy skip)',
             finished_at = clock_timestamp()
-        FROM picked p
+        FROM decided p
         WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for AND p.state = 'skipped'
         RETURNING e.job_id, e.scheduled_for, e.fire_at
     )
@@ -428,16 +466,17 @@ AS $$
     UNION ALL
     SELECT p.state, p.job_id, p.scheduled_for, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
            NULL, NULL, NULL, NULL, p.fire_at
-    FROM picked p
-    WHERE p.state IN ('blocked', 'early')
+    FROM decided p
+    WHERE p.state IN ('blocked', 'early', 'capped')
 $$;
 
 -- The misfire rule for occurrences that came due while nobody fired them (a
 -- node took the partition over late, the cluster was down, the job was
--- paused): among a job's scheduled, never-dispatched pending occurrences
--- overdue by more than its grace, `skip` records them all skipped,
--- `fire_once` keeps the latest and skips the rest, `fire_all` keeps the
--- latest `misfire_replay_cap`. Retries and manual triggers always stay.
+-- paused): a job's scheduled, never-dispatched pending occurrence is missed
+-- when it is overdue by more than its grace, or overdue with a later one
+-- overdue too; of the missed, `skip` records them all skipped, `fire_once`
+-- keeps the latest overdue and skips the rest, `fire_all` keeps the latest
+-- `misfire_replay_cap`. Retries and manual triggers always stay.
 -- Epoch-fenced like a claim. Returns how many it skipped.
 CREATE FUNCTION wheel_apply_misfire(p_partitions integer[], p_epochs bigint[])
 RETURNS bigint LANGUAGE sql VOLATILE
@@ -449,7 +488,7 @@ AS $$
           ON pe.partition = mine.partition AND pe.epoch = mine.epoch
         FOR SHARE OF pe
     ), overdue AS (
-        SELECT e.job_id, e.scheduled_for, j.misfire, j.misfire_replay_cap,
+        SELECT e.job_id, e.scheduled_for, e.fire_at, j.misfire, j.misfire_replay_cap,
                row_number() OVER (PARTITION BY e.job_id ORDER BY e.scheduled_for DESC) AS newest
         FROM executions e
         JOIN jobs j ON j.id = e.job_id
@@ -459,7 +498,15 @@ AS $$
           AND e.attempt = 0
           AND e.trigger = 'schedule'
           AND j.status = 'active'
-          AND e.fire_at < clock_timestamp() - make_interval(secs => j.misfire_grace_ms / 1000.0)
+    ), missed AS (
+        -- Missed: overdue by more than the grace, or overdue with a later run of the
+        -- job overdue too (it came due while nobody fired, and firing both would be a
+        -- replay). The newest overdue run within the grace is only late: it fires.
+        SELECT o.*
+        FROM overdue o
+        JOIN jobs j ON j.id = o.job_id
+        WHERE o.newest > 1
+           OR o.fire_at < clock_timestamp() - make_interval(secs => j.misfire_grace_ms / 1000.0)
     ), skipped AS (
         UPDATE executions e
         SET status = 'skipped',
@@ -470,7 +517,7 @@ AS $$
                 ELSE 'misfire: beyond the replay cap of ' || o.misfire_replay_cap
                      || ' (policy fire_all)'
             END
-        FROM overdue o
+        FROM missed o
         WHERE e.job_id = o.job_id AND e.scheduled_for = o.scheduled_for
           AND e.status = 'pending'
           AND (o.misfire = 'skip'

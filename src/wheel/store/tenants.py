@@ -56,6 +56,12 @@ class Tenants:
             raise NotFound("tenant", name)
         return Tenant(TenantId(row[0]), row[1], row[2], row[3])
 
+    async def load(self, tenant_id: TenantId) -> Tenant | None:
+        """The tenant with its in-flight count, or None."""
+        async with translated(), self._pool.connection() as conn:
+            row = await (await conn.execute(sql("tenant_by_id"), {"id": tenant_id})).fetchone()
+        return None if row is None else Tenant(TenantId(row[0]), row[1], row[2], row[3], row[4])
+
     async def create_token(self, tenant_id: TenantId, name: str) -> tuple[TokenInfo, str]:
         """A new token for the tenant: its record and the secret (shown once, stored hashed)."""
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)

@@ -84,15 +84,76 @@ async def test_a_run_that_died_shows_every_attempt(api: Api) -> None:
     await executor.stop()
 
 
-async def test_due_but_unclaimed_is_queued_and_paused_says_so(api: Api) -> None:
-    job = await one_off(api.alice, -0.5)  # due now; no executor, so nothing claims it
-    found = await explain(api.alice, job)
-    assert found.verdict == V.QUEUED
-    assert "node-a" in found.summary
+async def test_a_due_run_names_the_one_reason_it_is_not_claimed(api: Api) -> None:
+    """With nothing connected, then with executors that run other task types, then paused:
+    each verdict names what holds now, not a list of what might."""
+    job = await one_off(api.alice, -0.5, task_type="exmaple.hello")
+    found = await until_verdict(api.alice, job, V.NO_EXECUTOR)
+    assert "no executor is connected to node-a" in found.summary
     partition = next(s for s in found.steps if s.what == "partition")
     assert "held by node node-a" in partition.detail
+    others = await connected(api.node, executor_id="others", task_types=("example.hello", "x"))
+    found = await until_verdict(api.alice, job, V.UNSERVED)
+    assert (
+        "no connected executor serves task type 'exmaple.hello'; "
+        "connected executors serve: example.hello, x"
+    ) in found.summary
     await api.alice.jobs.PauseJob(apb.JobRef(id=job.id), metadata=api.alice.metadata)
     assert (await explain(api.alice, job)).verdict == V.PAUSED
+    execution = await api.store.executions.get(
+        api.alice.tenant.id, ExecutionKey.parse(found.execution_id)
+    )
+    assert (execution.status.value, execution.attempt, execution.attempts) == ("pending", 0, ())
+    await others.stop()
+
+
+async def test_a_run_behind_a_running_one_and_a_tenant_at_its_cap_say_so(api: Api) -> None:
+    release = asyncio.Event()
+
+    async def hold(_: object) -> tuple[int, str]:
+        await release.wait()
+        return 1, ""  # OUTCOME_SUCCEEDED
+
+    executor = await connected(api.node, behaviour=hold)  # type: ignore[arg-type]
+    a = api.alice
+    every_second = pb.Schedule(cron=pb.CronSchedule(expression="* * * * * *"))
+    request = apb.CreateJobRequest(
+        name="queued", task_type="work", schedule=every_second,
+        policies=pb.JobPolicies(overlap=pb.OVERLAP_QUEUE),
+    )  # fmt: skip
+    job = (await a.jobs.CreateJob(request, metadata=a.metadata)).job
+    await executor.wait_for(lambda: len(executor.runs) == 1)
+    running = executor.runs[0].execution_id
+    async with asyncio.timeout(20):
+        while True:
+            listing = apb.ListExecutionsRequest(
+                job_id=job.id,
+                statuses=[pb.EXECUTION_STATUS_PENDING],
+                scheduled_before=to_timestamp(datetime.now(UTC)),
+            )
+            page = await a.executions.ListExecutions(listing, metadata=a.metadata)
+            due = [e for e in page.executions if e.fire_at.ToDatetime(UTC) < datetime.now(UTC)]
+            if due:
+                break
+            await asyncio.sleep(0.1)  # polling a remote state: there is no event to await
+    request_explain = apb.ExplainExecutionRequest(execution_id=due[0].id)
+    behind = await a.executions.ExplainExecution(request_explain, metadata=a.metadata)
+    assert behind.verdict == V.BEHIND_RUNNING
+    assert f"waiting for run {running}" in behind.summary
+    assert "overlap policy is queue" in behind.summary
+
+    capped = await api.store.tenants.create("capped", max_in_flight=1)
+    _, token = await api.store.tenants.create_token(capped.id, "t")
+    c = Caller(capped, token, a.jobs, a.executions, a.cluster)
+    first = await one_off(c, 0.2)
+    await executor.wait_for(lambda: len(executor.runs) == 2)
+    second = await one_off(c, -0.5)
+    found = await until_verdict(c, second, V.AT_TENANT_CAP)
+    assert "its cap (max_in_flight 1)" in found.summary
+    release.set()
+    await until_verdict(c, second, V.SUCCEEDED)
+    assert (await explain(c, first)).verdict == V.SUCCEEDED
+    await executor.stop()
 
 
 async def test_a_future_run_is_waiting(api: Api) -> None:

@@ -29,7 +29,7 @@ def create(
 ) -> apb.CreateJobRequest:
     return apb.CreateJobRequest(
         name=name,
-        task_type="report",
+        task_type=str(fields.pop("task_type", "report")),
         schedule=schedule or cron("30 1 * * *", "Europe/London"),
         **fields,  # type: ignore[arg-type]
     )
@@ -322,4 +322,27 @@ async def test_a_retry_is_not_skipped_for_a_manual_run_waiting_behind_it(api: Ap
     for ident in (scheduled, manual.id):
         run = await a.executions.GetExecution(apb.ExecutionRef(id=ident), metadata=a.metadata)
         assert run.status == pb.EXECUTION_STATUS_SUCCEEDED
+    await executor.stop()
+
+
+async def test_a_job_nobody_can_run_is_created_with_a_warning_until_an_executor_serves_it(
+    api: Api,
+) -> None:
+    a = api.alice
+    created = await a.jobs.CreateJob(
+        create(name="typo", schedule=pb.Schedule(now=pb.RunNow()), task_type="exmaple.hello"),
+        metadata=a.metadata,
+    )
+    assert created.job.id, "created all the same: executors may come later"
+    assert list(created.warnings) == [
+        "no executor is connected: task type 'exmaple.hello' has nobody to run it"
+    ]
+    executor = await connected(api.node, executor_id="runs-it", task_types=("exmaple.hello",))
+    ref = apb.GetJobRequest(id=created.job.id)
+    async with asyncio.timeout(20):
+        while True:
+            if not (await a.jobs.GetJob(ref, metadata=a.metadata)).warnings:
+                break
+            await asyncio.sleep(0.1)  # the nodes publish their executors about every second
+    await executor.wait_for(lambda: len(executor.accepted) == 1)
     await executor.stop()

@@ -54,6 +54,8 @@ class ScriptedExecutor:
     address: str
     executor_id: str = "scripted"
     pool: str = "default"
+    task_types: tuple[str, ...] = ()
+    """What its Hello says it runs (empty: any task type)."""
     capacity: int = 100
     behaviour: Behaviour = succeed
     runs: list[Run] = field(default_factory=list)
@@ -84,6 +86,7 @@ class ScriptedExecutor:
                 hello=pb.Hello(
                     executor_id=self.executor_id,
                     pools=[self.pool],
+                    task_types=list(self.task_types),
                     capacity=self.capacity,
                     instance_id=self.instance_id,
                 )

@@ -126,13 +126,35 @@ async def test_misfire_policies_on_overdue_runs(store: Store) -> None:
         ]
         for policy, job in jobs.items()
     }
+    # The runs before `recent` came due while nobody fired: missed, whatever their age.
     assert pending[MisfirePolicy.SKIP] == [recent]
-    assert pending[MisfirePolicy.FIRE_ONCE] == [missed[-1], recent]
-    assert pending[MisfirePolicy.FIRE_ALL] == [*missed[-2:], recent]
-    assert skipped == 3 + 2 + 1
+    assert pending[MisfirePolicy.FIRE_ONCE] == [recent], "once: the latest only"
+    assert pending[MisfirePolicy.FIRE_ALL] == [missed[-1], recent], "the latest two (the cap)"
+    assert skipped == 3 + 3 + 2
     _, reason = await status_of(store, jobs[MisfirePolicy.SKIP], missed[0])
     assert reason is not None
     assert "policy skip" in reason
+
+
+async def test_runs_missed_within_the_grace_are_misfires_not_overlaps(store: Store) -> None:
+    """A node down for 30 s misses a 10-second job's runs, each less than the grace
+    late: fire_once fires the latest and records the rest as misfires (before, all
+    were loaded and the overlap policy skipped them, blaming overlap)."""
+    owner = await make.tenant(store)
+    job = await make.job(store, owner, partition=3, misfire=MisfirePolicy.FIRE_ONCE,
+                         misfire_grace=timedelta(seconds=60))  # fmt: skip
+    runs = [ago(30), ago(20), ago(10)]
+    await store.occurrences.insert([make.occurrence(job, at) for at in runs])
+    assert await store.occurrences.apply_misfire(await owned(store, 3)) == 2
+    states = [await status_of(store, job, at) for at in runs]
+    assert [state for state, _ in states] == [
+        ExecutionStatus.SKIPPED, ExecutionStatus.SKIPPED, ExecutionStatus.PENDING,
+    ]  # fmt: skip
+    assert all("misfire" in (reason or "") for _, reason in states[:2])
+    one_late = await make.job(store, owner, partition=3, misfire=MisfirePolicy.SKIP,
+                              misfire_grace=timedelta(seconds=60))  # fmt: skip
+    await store.occurrences.insert([make.occurrence(one_late, ago(5))])
+    assert await store.occurrences.apply_misfire(await owned(store, 3)) == 0, "late, not missed"
 
 
 async def test_misfire_leaves_retries_alone(store: Store) -> None:

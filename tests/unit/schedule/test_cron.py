@@ -13,8 +13,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from wheel.errors import InvalidArgument
-from wheel.model.jobs import DstFold, DstGap
-from wheel.schedule import cron
+from wheel.model.jobs import DstFold, DstGap, Schedule, ScheduleKind
+from wheel.schedule import compile_schedule, cron
 from wheel.schedule.dst import DstRule
 from wheel.schedule.expand import expand
 
@@ -101,6 +101,35 @@ def test_a_stepped_star_day_field_is_unrestricted_as_in_debian_cron() -> None:
     assert expr.matches_day(11, 3, 3)
     assert not expr.matches_day(12, 3, 3), "not: the 12th just because it is a weekday"
     assert not expr.matches_day(11, 3, 6)
+
+
+SUN, MON, TUE, WED, THU, FRI, SAT = range(7)
+
+
+@pytest.mark.parametrize(
+    ("field", "days"),
+    [
+        ("1/2", {MON, WED, FRI, SUN}),  # from 1 to the field's end, 7: Sunday again
+        ("MON/2", {MON, WED, FRI, SUN}),
+        ("1-7/2", {MON, WED, FRI, SUN}),
+        ("1-6/2", {MON, WED, FRI}),
+        ("*/2", {SUN, TUE, THU, SAT}),
+        ("0/2", {SUN, TUE, THU, SAT}),
+        ("5/3", {FRI}),
+        ("4/3", {THU, SUN}),
+        ("7/2", {SUN}),
+    ],
+)
+def test_weekday_steps_run_to_seven_as_in_debian_cron(field: str, days: set[int]) -> None:
+    """Debian, Vixie and cronie read `N/S` as N to the field's end, and the weekday field
+    ends at 7; croniter ends it at 6 and drops Sunday from `1/2` (docs/schedules.md)."""
+    expr = cron.parse(f"0 9 * * {field}", JOB)
+    assert set(expr.days_of_week) == days
+    first_monday = datetime(2027, 3, 1, tzinfo=UTC)  # a Monday
+    schedule = Schedule(ScheduleKind.CRON, cron=f"0 9 * * {field}")
+    plan = compile_schedule(schedule, JOB, now=first_monday)
+    runs = plan.next_runs(first_monday, len(days))
+    assert {(r.instant.weekday() + 1) % 7 for r in runs} == days, "and the runs say so"
 
 
 FIELDS = st.tuples(

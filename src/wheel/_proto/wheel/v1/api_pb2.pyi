@@ -31,12 +31,14 @@ class CreateJobRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., task_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., schedule: _Optional[_Union[_common_pb2.Schedule, _Mapping]] = ..., policies: _Optional[_Union[_common_pb2.JobPolicies, _Mapping]] = ..., preview: _Optional[int] = ..., job_id: _Optional[str] = ...) -> None: ...
 
 class CreateJobResponse(_message.Message):
-    __slots__ = ("job", "next_runs")
+    __slots__ = ("job", "next_runs", "warnings")
     JOB_FIELD_NUMBER: _ClassVar[int]
     NEXT_RUNS_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     job: _common_pb2.Job
     next_runs: _containers.RepeatedCompositeFieldContainer[_common_pb2.NextRun]
-    def __init__(self, job: _Optional[_Union[_common_pb2.Job, _Mapping]] = ..., next_runs: _Optional[_Iterable[_Union[_common_pb2.NextRun, _Mapping]]] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, job: _Optional[_Union[_common_pb2.Job, _Mapping]] = ..., next_runs: _Optional[_Iterable[_Union[_common_pb2.NextRun, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetJobRequest(_message.Message):
     __slots__ = ("id",)
@@ -159,6 +161,10 @@ class Explanation(_message.Message):
         NOT_AN_OCCURRENCE: _ClassVar[Explanation.Verdict]
         JOB_DELETED: _ClassVar[Explanation.Verdict]
         SKIPPED: _ClassVar[Explanation.Verdict]
+        UNSERVED: _ClassVar[Explanation.Verdict]
+        AT_TENANT_CAP: _ClassVar[Explanation.Verdict]
+        BEHIND_RUNNING: _ClassVar[Explanation.Verdict]
+        NO_EXECUTOR: _ClassVar[Explanation.Verdict]
     VERDICT_UNSPECIFIED: Explanation.Verdict
     SUCCEEDED: Explanation.Verdict
     WAITING: Explanation.Verdict
@@ -176,6 +182,10 @@ class Explanation(_message.Message):
     NOT_AN_OCCURRENCE: Explanation.Verdict
     JOB_DELETED: Explanation.Verdict
     SKIPPED: Explanation.Verdict
+    UNSERVED: Explanation.Verdict
+    AT_TENANT_CAP: Explanation.Verdict
+    BEHIND_RUNNING: Explanation.Verdict
+    NO_EXECUTOR: Explanation.Verdict
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     SCHEDULED_FOR_FIELD_NUMBER: _ClassVar[int]

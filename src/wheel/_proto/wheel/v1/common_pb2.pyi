@@ -155,7 +155,7 @@ class JobPolicies(_message.Message):
     def __init__(self, retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: _Optional[bool] = ..., misfire: _Optional[_Union[MisfirePolicy, str]] = ..., misfire_grace: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., misfire_replay_cap: _Optional[int] = ..., overlap: _Optional[_Union[OverlapPolicy, str]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., priority: _Optional[int] = ..., pool: _Optional[str] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("id", "name", "task_type", "payload", "schedule", "policies", "status", "version", "created_at", "updated_at")
+    __slots__ = ("id", "name", "task_type", "payload", "schedule", "policies", "status", "version", "created_at", "updated_at", "warnings")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -166,6 +166,7 @@ class Job(_message.Message):
     VERSION_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     task_type: str
@@ -176,7 +177,8 @@ class Job(_message.Message):
     version: int
     created_at: _timestamp_pb2.Timestamp
     updated_at: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., task_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., policies: _Optional[_Union[JobPolicies, _Mapping]] = ..., status: _Optional[_Union[JobStatus, str]] = ..., version: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., task_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., policies: _Optional[_Union[JobPolicies, _Mapping]] = ..., status: _Optional[_Union[JobStatus, str]] = ..., version: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Attempt(_message.Message):
     __slots__ = ("number", "executor_id", "fence", "started_at", "finished_at", "outcome", "error")

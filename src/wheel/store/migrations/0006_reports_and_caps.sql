@@ -1,4 +1,5 @@
--- Only the executor a run was handed to may report it.
+-- Only the executor a run was handed to may report it; a tenant's cap holds
+-- across the cluster.
 --
 -- A claim now names, for every run, the executor it goes to: its id and the
 -- random instance id that executor process sent in its Hello. A result or a
@@ -9,7 +10,15 @@
 --
 -- An executor token also names the executor ids it may use (globs): a stream
 -- whose Hello names another id is refused. Tokens made before this allow any.
+-- A tenant's max_in_flight is its cap across the cluster: tenants.in_flight
+-- counts its dispatched and running runs, raised by the claim (which leaves
+-- the runs beyond the cap 'capped', still pending) and lowered by every
+-- recorded attempt, in the same statements that change the runs.
 ALTER TABLE executions ADD COLUMN executor_instance text;
+ALTER TABLE tenants ADD COLUMN in_flight integer NOT NULL DEFAULT 0 CHECK (in_flight >= 0);
+UPDATE tenants t
+SET in_flight = (SELECT count(*) FROM executions e
+                 WHERE e.tenant_id = t.id AND e.status IN ('dispatched', 'running'));
 ALTER TABLE api_tokens ADD COLUMN executor_ids text[];
 UPDATE api_tokens SET executor_ids = '{*}' WHERE role = 'executor';
 ALTER TABLE api_tokens ADD CONSTRAINT api_tokens_executor_ids
@@ -36,7 +45,8 @@ AS $$
     ), picked AS (
         -- LATERAL ... LIMIT 1: one primary-key probe per requested key, whatever
         -- the statistics say (a fresh partition must not turn this into a scan).
-        SELECT e.job_id, e.scheduled_for, e.fire_at, w.executor_id, w.instance,
+        SELECT e.job_id, e.scheduled_for, e.fire_at, e.tenant_id, w.executor_id, w.instance,
+               w.ord,
                CASE
                    WHEN e.fire_at > clock_timestamp() + make_interval(secs => p_ahead_s)
                        THEN 'early'
@@ -49,9 +59,10 @@ AS $$
                    ELSE 'claimed'
                END AS state
         FROM unnest(p_job_ids, p_scheduled_fors, p_executor_ids, p_instances)
-             AS w (job_id, scheduled_for, executor_id, instance)
+             WITH ORDINALITY AS w (job_id, scheduled_for, executor_id, instance, ord)
         CROSS JOIN LATERAL (
-            SELECT e.job_id, e.scheduled_for, e.fire_at, e.job_version, e.attempt, e.trigger
+            SELECT e.job_id, e.scheduled_for, e.fire_at, e.job_version, e.attempt, e.trigger,
+                   e.tenant_id
             FROM executions e
             WHERE e.job_id = w.job_id AND e.scheduled_for = w.scheduled_for
               AND e.status = 'pending'
@@ -66,6 +77,27 @@ AS $$
           -- job's current definition, like every claim).
           AND (j.schedule_kind <> 'cron' OR e.job_version = j.version OR e.attempt > 0
                OR e.trigger <> 'schedule')
+    ), wanted AS (
+        SELECT p.job_id, p.scheduled_for, p.tenant_id,
+               row_number() OVER (PARTITION BY p.tenant_id ORDER BY p.ord) AS nth
+        FROM picked p
+        WHERE p.state = 'claimed'
+    ), room AS (
+        -- The tenant's in-flight cap holds across the cluster: its row is locked (in
+        -- id order, so claims never deadlock) and read as last committed, and the
+        -- runs beyond its room are left 'capped'.
+        SELECT t.id, t.max_in_flight - t.in_flight AS free
+        FROM tenants t
+        WHERE t.id IN (SELECT tenant_id FROM wanted)
+        ORDER BY t.id
+        FOR UPDATE OF t
+    ), decided AS (
+        SELECT p.job_id, p.scheduled_for, p.fire_at, p.executor_id, p.instance,
+               CASE WHEN p.state = 'claimed' AND w.nth > coalesce(r.free, 0) THEN 'capped'
+                    ELSE p.state END AS state
+        FROM picked p
+        LEFT JOIN wanted w ON w.job_id = p.job_id AND w.scheduled_for = p.scheduled_for
+        LEFT JOIN room r ON r.id = w.tenant_id
     ), claimed AS (
         UPDATE executions e
         SET status = 'dispatched',
@@ -79,18 +111,23 @@ AS $$
             finished_at = NULL,
             error = NULL,
             claimed_by = o.node_id
-        FROM picked p, jobs j, owned o
+        FROM decided p, jobs j, owned o
         WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for AND j.id = e.job_id
           AND o.partition = e.partition AND p.state = 'claimed'
         RETURNING e.job_id, e.scheduled_for, e.tenant_id, e.partition, e.fence, e.attempt,
                   e.lease_until, e.job_version, j.task_type, j.payload, j.pool, e.priority,
                   j.timeout_ms, e.fire_at
+    ), counted AS (
+        UPDATE tenants t
+        SET in_flight = t.in_flight + c.n
+        FROM (SELECT tenant_id, count(*) AS n FROM claimed GROUP BY tenant_id) c
+        WHERE t.id = c.tenant_id
     ), skipped AS (
         UPDATE executions e
         SET status = 'skipped',
             reason = 'overlap: the previous run was still running (policy skip)',
             finished_at = clock_timestamp()
-        FROM picked p
+        FROM decided p
         WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for AND p.state = 'skipped'
         RETURNING e.job_id, e.scheduled_for, e.fire_at
     )
@@ -105,8 +142,8 @@ AS $$
     UNION ALL
     SELECT p.state, p.job_id, p.scheduled_for, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
            NULL, NULL, NULL, NULL, p.fire_at
-    FROM picked p
-    WHERE p.state IN ('blocked', 'early')
+    FROM decided p
+    WHERE p.state IN ('blocked', 'early', 'capped')
 $$;
 
 DROP FUNCTION wheel_record_attempts(uuid[], timestamptz[], bigint[], wheel_outcome[], text[],
@@ -203,7 +240,14 @@ AS $$
             reason = CASE WHEN d.next_status = 'cancelled' THEN 'job deleted' ELSE e.reason END
         FROM decided d
         WHERE e.job_id = d.job_id AND e.scheduled_for = d.scheduled_for
-        RETURNING e.job_id, e.scheduled_for, e.fence, e.status, e.fire_at, e.attempt
+        RETURNING e.job_id, e.scheduled_for, e.fence, e.status, e.fire_at, e.attempt,
+                  e.tenant_id
+    ), released AS (
+        -- Every recorded run leaves dispatched/running: its tenant has one fewer in flight.
+        UPDATE tenants t
+        SET in_flight = greatest(t.in_flight - c.n, 0)
+        FROM (SELECT tenant_id, count(*) AS n FROM updated GROUP BY tenant_id) c
+        WHERE t.id = c.tenant_id
     ), logged AS (
         INSERT INTO attempts (job_id, scheduled_for, number, fence, executor_id, started_at,
                               finished_at, outcome, error)
@@ -231,4 +275,59 @@ AS $$
         LIMIT 1
     ) e ON true
     WHERE p.held IS NULL
+$$;
+
+-- A run is missed if it is overdue beyond its grace, or overdue with a later run
+-- of the job overdue too (before, those within the grace were all loaded and the
+-- overlap policy skipped them, blaming overlap for a misfire).
+DROP FUNCTION wheel_apply_misfire(integer[], bigint[]);
+
+CREATE FUNCTION wheel_apply_misfire(p_partitions integer[], p_epochs bigint[])
+RETURNS bigint LANGUAGE sql VOLATILE
+AS $$
+    WITH owned AS (
+        SELECT pe.partition
+        FROM partition_epochs pe
+        JOIN unnest(p_partitions, p_epochs) AS mine (partition, epoch)
+          ON pe.partition = mine.partition AND pe.epoch = mine.epoch
+        FOR SHARE OF pe
+    ), overdue AS (
+        SELECT e.job_id, e.scheduled_for, e.fire_at, j.misfire, j.misfire_replay_cap,
+               row_number() OVER (PARTITION BY e.job_id ORDER BY e.scheduled_for DESC) AS newest
+        FROM executions e
+        JOIN jobs j ON j.id = e.job_id
+        WHERE e.partition IN (SELECT partition FROM owned)
+          AND e.status = 'pending'
+          AND e.fire_at < clock_timestamp()
+          AND e.attempt = 0
+          AND e.trigger = 'schedule'
+          AND j.status = 'active'
+    ), missed AS (
+        -- Missed: overdue by more than the grace, or overdue with a later run of the
+        -- job overdue too (it came due while nobody fired, and firing both would be a
+        -- replay). The newest overdue run within the grace is only late: it fires.
+        SELECT o.*
+        FROM overdue o
+        JOIN jobs j ON j.id = o.job_id
+        WHERE o.newest > 1
+           OR o.fire_at < clock_timestamp() - make_interval(secs => j.misfire_grace_ms / 1000.0)
+    ), skipped AS (
+        UPDATE executions e
+        SET status = 'skipped',
+            finished_at = clock_timestamp(),
+            reason = CASE o.misfire
+                WHEN 'skip' THEN 'misfire: missed while no scheduler was running (policy skip)'
+                WHEN 'fire_once' THEN 'misfire: a later missed run fired instead (policy fire_once)'
+                ELSE 'misfire: beyond the replay cap of ' || o.misfire_replay_cap
+                     || ' (policy fire_all)'
+            END
+        FROM missed o
+        WHERE e.job_id = o.job_id AND e.scheduled_for = o.scheduled_for
+          AND e.status = 'pending'
+          AND (o.misfire = 'skip'
+               OR (o.misfire = 'fire_once' AND o.newest > 1)
+               OR (o.misfire = 'fire_all' AND o.newest > o.misfire_replay_cap))
+        RETURNING 1
+    )
+    SELECT count(*) FROM skipped
 $$;

@@ -1,0 +1,124 @@
+"""What the cluster's executors serve now, read from the nodes' `links/<node>` documents.
+
+Every node publishes the executors streaming to it (pools, task types,
+credit) and what waits on it, on its session lease. The API reads the whole
+prefix (one etcd round trip, cached for `ttl_s`) to warn that a job's task
+type has no executor, and `explain` reads it to name the one reason a due run
+is not claimed. A node that is gone takes its document with its lease.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from wheel.coordinator.etcd import Etcd
+from wheel.coordinator.layout import Layout, decode
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutorOnNode:
+    node_id: str
+    executor_id: str
+    pools: tuple[str, ...]
+    task_types: tuple[str, ...]
+    """Empty: it takes any task type."""
+    capacity: int
+    credit: Mapping[str, int]
+    since: str
+
+    def serves(self, pool: str, task_type: str) -> bool:
+        return pool in self.pools and (not self.task_types or task_type in self.task_types)
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """The executors connected to every node, as the nodes last published them."""
+
+    executors: tuple[ExecutorOnNode, ...] = ()
+    ready: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    """By node, then pool: fired runs waiting there for executor credit."""
+
+    def serves(self, pool: str, task_type: str, node_id: str | None = None) -> bool:
+        return any(
+            e.serves(pool, task_type)
+            for e in self.executors
+            if node_id is None or e.node_id == node_id
+        )
+
+    def on(self, node_id: str) -> list[ExecutorOnNode]:
+        return [e for e in self.executors if e.node_id == node_id]
+
+    def task_types(self) -> list[str]:
+        return sorted({t for e in self.executors for t in e.task_types})
+
+    def unserved(self, pool: str, task_type: str) -> str | None:
+        """Why no executor would run this task type in this pool, or None if one would."""
+        if self.serves(pool, task_type):
+            return None
+        if not self.executors:
+            return f"no executor is connected: task type {task_type!r} has nobody to run it"
+        serving = self.task_types()
+        listed = ", ".join(serving) if serving else "none"
+        in_pool = "" if any(pool in e.pools for e in self.executors) else f" in pool {pool!r}"
+        return (
+            f"no connected executor serves task type {task_type!r}{in_pool}; "
+            f"connected executors serve: {listed}"
+        )
+
+
+def _executors(node_id: str, document: Mapping[str, Any]) -> list[ExecutorOnNode]:
+    found = []
+    for executor_id, doc in dict(document.get("executors", {})).items():
+        found.append(
+            ExecutorOnNode(
+                node_id=node_id,
+                executor_id=str(executor_id),
+                pools=tuple(str(p) for p in doc.get("pools", ())),
+                task_types=tuple(str(t) for t in doc.get("task_types", ())),
+                capacity=int(doc.get("capacity", 0)),
+                credit={str(k): int(v) for k, v in dict(doc.get("credit", {})).items()},
+                since=str(doc.get("since", "")),
+            )
+        )
+    return found
+
+
+class ServedView:
+    """`Served`, read from etcd at most once per `ttl_s`."""
+
+    def __init__(
+        self,
+        etcd: Etcd,
+        layout: Layout,
+        *,
+        ttl_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._etcd = etcd
+        self._layout = layout
+        self._ttl_s = ttl_s
+        self._clock = clock
+        self._cached: tuple[float, Served] | None = None
+
+    async def now(self) -> Served:
+        cached = self._cached
+        if cached is not None and cached[0] > self._clock():
+            return cached[1]
+        kvs, _ = await self._etcd.get_prefix(self._layout.links)
+        executors: list[ExecutorOnNode] = []
+        ready: dict[str, dict[str, int]] = {}
+        for kv in kvs:
+            node_id = kv.key.removeprefix(self._layout.links)
+            try:
+                document = decode(kv.value)
+                executors.extend(_executors(node_id, document))
+                ready[node_id] = {str(k): int(v) for k, v in document.get("ready", {}).items()}
+            except (ValueError, TypeError, AttributeError, json.JSONDecodeError):
+                continue  # a document this version cannot read says nothing it can use
+        served = Served(tuple(sorted(executors, key=lambda e: (e.node_id, e.executor_id))), ready)
+        self._cached = (self._clock() + self._ttl_s, served)
+        return served

@@ -1,0 +1,83 @@
+"""A tenant's max_in_flight is one cap for the whole cluster, kept by the claim itself."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.integration.store import factories as make
+from wheel.model.executions import AttemptResult, ClaimState, Outcome
+from wheel.model.ids import ExecutionKey, PartitionId
+from wheel.model.tenants import Tenant
+from wheel.store import Store
+
+LEASE_S = 30.0
+AHEAD_S = 3600.0
+
+
+async def pending(store: Store, owner: Tenant, count: int) -> list[ExecutionKey]:
+    jobs = [await make.job(store, owner, partition=4) for _ in range(count)]
+    at = make.soon()
+    occurrences = [make.occurrence(job, at) for job in jobs]
+    await store.occurrences.insert(occurrences)
+    return [o.key for o in occurrences]
+
+
+async def in_flight(store: Store, owner: Tenant) -> int:
+    loaded = await store.tenants.load(owner.id)
+    assert loaded is not None
+    return loaded.in_flight
+
+
+async def test_concurrent_claims_from_two_nodes_never_pass_the_cap(
+    store: Store, database_dsn: str
+) -> None:
+    owner = await store.tenants.create("capped", max_in_flight=3)
+    other_tenant = await store.tenants.create("uncapped", max_in_flight=100)
+    keys = await pending(store, owner, 10)
+    others = await pending(store, other_tenant, 4)
+    epochs = {PartitionId(4): 1}
+    assert await store.occurrences.set_epochs(epochs, node_id="node-a") == [PartitionId(4)]
+    second_node = await Store.open(database_dsn, min_size=1, max_size=2)
+    try:
+        first, second = await asyncio.gather(
+            store.occurrences.claim_batch(keys[:5] + others[:2], epochs, lease_s=LEASE_S,
+                                          ahead_s=AHEAD_S),
+            second_node.occurrences.claim_batch(keys[5:] + others[2:], epochs, lease_s=LEASE_S,
+                                                ahead_s=AHEAD_S),
+        )  # fmt: skip
+    finally:
+        await second_node.close()
+    claimed = [c for c in first.claimed + second.claimed if c.tenant_id == owner.id]
+    capped = [u for u in first.unclaimed + second.unclaimed if u.state is ClaimState.CAPPED]
+    assert len(claimed) == 3, "three at most, however the two claims interleaved"
+    assert sorted(u.key for u in capped) == sorted(set(keys) - {c.key for c in claimed})
+    assert len([c for c in first.claimed + second.claimed if c.tenant_id == other_tenant.id]) == 4
+    assert await in_flight(store, owner) == 3
+
+    done = claimed[0]
+    await store.occurrences.record_results([AttemptResult(done.key, done.fence, Outcome.SUCCEEDED)])
+    assert await in_flight(store, owner) == 2, "a recorded attempt gives its room back"
+    again = await store.occurrences.claim_batch(
+        [u.key for u in capped], epochs, lease_s=LEASE_S, ahead_s=AHEAD_S
+    )
+    assert len(again.claimed) == 1
+    assert await in_flight(store, owner) == 3
+
+
+async def test_a_reaped_lease_gives_its_room_back(store: Store) -> None:
+    owner = await store.tenants.create("reaped", max_in_flight=1)
+    first, second = await pending(store, owner, 2)
+    epochs = {PartitionId(4): 1}
+    await store.occurrences.set_epochs(epochs, node_id="node-a")
+    claim = await store.occurrences.claim_batch(
+        [first, second], epochs, lease_s=0.001, ahead_s=AHEAD_S
+    )
+    assert [c.key for c in claim.claimed] == [first]
+    assert [u.state for u in claim.unclaimed] == [ClaimState.CAPPED]
+    async with asyncio.timeout(10):  # the fault: a lease of 1 ms runs out
+        while not (reaped := await store.occurrences.reap(epochs)):
+            continue
+    assert [r.key for r in reaped] == [first]
+    assert await in_flight(store, owner) == 0
+    later = await store.occurrences.claim_batch([second], epochs, lease_s=LEASE_S, ahead_s=AHEAD_S)
+    assert [c.key for c in later.claimed] == [second]
