@@ -37,11 +37,16 @@ CREATE FUNCTION wheel_claim(
 SET enable_hashjoin = off SET enable_mergejoin = off
 AS $$
     WITH owned AS (
-        SELECT pe.partition, pe.node_id
-        FROM partition_epochs pe
-        JOIN unnest(p_partitions, p_epochs) AS mine (partition, epoch)
-          ON pe.partition = mine.partition AND pe.epoch = mine.epoch
-        FOR SHARE OF pe
+        -- The partitions whose epoch is still the caller's, as one array: each key's
+        -- check is then a scan of a small array, not a join.
+        SELECT array_agg(pe.partition) AS partitions, min(pe.node_id) AS node_id
+        FROM (
+            SELECT pe.partition, pe.node_id
+            FROM partition_epochs pe
+            JOIN unnest(p_partitions, p_epochs) AS mine (partition, epoch)
+              ON pe.partition = mine.partition AND pe.epoch = mine.epoch
+            FOR SHARE OF pe
+        ) pe
     ), picked AS (
         -- LATERAL ... LIMIT 1: one primary-key probe per requested key, whatever
         -- the statistics say (a fresh partition must not turn this into a scan).
@@ -60,44 +65,48 @@ AS $$
                END AS state
         FROM unnest(p_job_ids, p_scheduled_fors, p_executor_ids, p_instances)
              WITH ORDINALITY AS w (job_id, scheduled_for, executor_id, instance, ord)
+        CROSS JOIN owned
         CROSS JOIN LATERAL (
             SELECT e.job_id, e.scheduled_for, e.fire_at, e.job_version, e.attempt, e.trigger,
                    e.tenant_id
             FROM executions e
             WHERE e.job_id = w.job_id AND e.scheduled_for = w.scheduled_for
               AND e.status = 'pending'
-              AND e.partition IN (SELECT partition FROM owned)
+              AND e.partition = ANY(owned.partitions)
             LIMIT 1
             FOR UPDATE OF e SKIP LOCKED
         ) e
-        JOIN jobs j ON j.id = e.job_id
+        CROSS JOIN LATERAL (
+            SELECT j.overlap, j.status, j.schedule_kind, j.version
+            FROM jobs j WHERE j.id = e.job_id LIMIT 1
+        ) j
         WHERE j.status = 'active'
           -- A scheduled run of an edited cron job waits for the materialiser to
           -- carry or supersede it; a retry or a manual run goes ahead (under the
           -- job's current definition, like every claim).
           AND (j.schedule_kind <> 'cron' OR e.job_version = j.version OR e.attempt > 0
                OR e.trigger <> 'schedule')
-    ), wanted AS (
-        SELECT p.job_id, p.scheduled_for, p.tenant_id,
-               row_number() OVER (PARTITION BY p.tenant_id ORDER BY p.ord) AS nth
+    ), ranked AS (
+        -- The n-th run each tenant would get, in the caller's order.
+        SELECT p.*,
+               row_number() OVER (PARTITION BY p.tenant_id, p.state = 'claimed' ORDER BY p.ord)
+                   AS nth
         FROM picked p
-        WHERE p.state = 'claimed'
     ), room AS (
         -- The tenant's in-flight cap holds across the cluster: its row is locked (in
         -- id order, so claims never deadlock) and read as last committed, and the
         -- runs beyond its room are left 'capped'.
         SELECT t.id, t.max_in_flight - t.in_flight AS free
         FROM tenants t
-        WHERE t.id IN (SELECT tenant_id FROM wanted)
+        WHERE t.id IN (SELECT r.tenant_id FROM ranked r WHERE r.state = 'claimed')
         ORDER BY t.id
         FOR UPDATE OF t
     ), decided AS (
-        SELECT p.job_id, p.scheduled_for, p.fire_at, p.executor_id, p.instance,
-               CASE WHEN p.state = 'claimed' AND w.nth > coalesce(r.free, 0) THEN 'capped'
-                    ELSE p.state END AS state
-        FROM picked p
-        LEFT JOIN wanted w ON w.job_id = p.job_id AND w.scheduled_for = p.scheduled_for
-        LEFT JOIN room r ON r.id = w.tenant_id
+        SELECT r.job_id, r.scheduled_for, r.fire_at, r.executor_id, r.instance,
+               CASE WHEN r.state = 'claimed'
+                         AND r.nth > coalesce((SELECT m.free FROM room m WHERE m.id = r.tenant_id), 0)
+                    THEN 'capped' ELSE r.state END AS state
+        FROM ranked r
     ), claimed AS (
         UPDATE executions e
         SET status = 'dispatched',
@@ -110,13 +119,11 @@ AS $$
             started_at = NULL,
             finished_at = NULL,
             error = NULL,
-            claimed_by = o.node_id
-        FROM decided p, jobs j, owned o
-        WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for AND j.id = e.job_id
-          AND o.partition = e.partition AND p.state = 'claimed'
+            claimed_by = (SELECT node_id FROM owned)
+        FROM decided p
+        WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for AND p.state = 'claimed'
         RETURNING e.job_id, e.scheduled_for, e.tenant_id, e.partition, e.fence, e.attempt,
-                  e.lease_until, e.job_version, j.task_type, j.payload, j.pool, e.priority,
-                  j.timeout_ms, e.fire_at
+                  e.lease_until, e.job_version, e.priority, e.fire_at
     ), counted AS (
         UPDATE tenants t
         SET in_flight = t.in_flight + c.n
@@ -132,9 +139,12 @@ AS $$
         RETURNING e.job_id, e.scheduled_for, e.fire_at
     )
     SELECT 'claimed', c.job_id, c.scheduled_for, c.tenant_id, c.partition, c.fence, c.attempt,
-           c.lease_until, c.job_version, c.task_type, c.payload, c.pool, c.priority,
-           c.timeout_ms, c.fire_at
+           c.lease_until, c.job_version, j.task_type, j.payload, j.pool, c.priority,
+           j.timeout_ms, c.fire_at
     FROM claimed c
+    CROSS JOIN LATERAL (
+        SELECT j.task_type, j.payload, j.pool, j.timeout_ms FROM jobs j WHERE j.id = c.job_id LIMIT 1
+    ) j
     UNION ALL
     SELECT 'skipped', s.job_id, s.scheduled_for, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
            NULL, NULL, NULL, NULL, s.fire_at

@@ -1,0 +1,141 @@
+"""The claim and record statements cost a probe per key, however much a node owns.
+
+A realistic case: 256 partitions owned, 100,000 pending occurrences over four
+day partitions. Index probes are counted from `pg_stat_user_indexes` around
+one claim and one record of 1,000 keys: a plan that loops over the owned
+partitions or over the day partitions per key (what the planner chose when
+it guessed one owned partition, not 256) multiplies them by hundreds. No
+timing is asserted.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+from wheel.model.executions import AttemptResult, Outcome
+from wheel.model.ids import ExecutionKey, JobId, PartitionId
+from wheel.store import Store
+from wheel.store.queries import sql
+
+PARTITIONS = 256
+JOBS = 2000
+RUNS_PER_JOB = 50
+DAYS = 4
+BATCH = 1000
+
+_JOBS = """
+INSERT INTO jobs (id, tenant_id, name, task_type, schedule_kind, cron, max_attempts,
+                  backoff_base_ms, backoff_cap_ms, idempotent, misfire, misfire_grace_ms,
+                  misfire_replay_cap, overlap, timeout_ms, partition, materialised_version)
+SELECT gen_random_uuid(), %(tenant)s, 'plan ' || n, 'work', 'cron', '* * * * *', 3, 1000,
+       300000, true, 'fire_once', 60000, 10, 'allow', 3600000, n %% 256, 1
+FROM generate_series(0, %(jobs)s - 1) AS n
+"""
+_RUNS = """
+INSERT INTO executions (job_id, scheduled_for, tenant_id, partition, job_version, fire_at)
+SELECT j.id, r.at, j.tenant_id, j.partition, 1, r.at
+FROM jobs j
+CROSS JOIN LATERAL (
+    SELECT %(start)s::timestamptz
+           + make_interval(secs => (k * %(jobs)s + (abs(hashtext(j.id::text)) %% %(jobs)s))
+                                   * %(spacing_s)s) AS at
+    FROM generate_series(0, %(runs)s - 1) AS k
+) r
+WHERE j.tenant_id = %(tenant)s
+"""
+_PROBES = """
+SELECT coalesce(sum(idx_scan) FILTER (WHERE relname LIKE 'executions_%%'), 0),
+       coalesce(sum(idx_scan) FILTER (WHERE indexrelname = 'jobs_pkey'), 0)
+FROM pg_stat_user_indexes
+"""
+
+
+def probes(dsn: str) -> tuple[int, int]:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute(_PROBES).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def counted(
+    dsn: str, query: Any, params: dict[str, object]
+) -> tuple[list[tuple[Any, ...]], int, int]:
+    """Run one statement; its rows and the executions and jobs index probes it made."""
+    before = probes(dsn)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(query, params, binary=True).fetchall()
+        conn.execute("SELECT pg_stat_force_next_flush()")
+    after = probes(dsn)
+    return rows, after[0] - before[0], after[1] - before[1]
+
+
+@pytest.fixture
+async def crowded(store: Store, database_dsn: str) -> tuple[str, list[ExecutionKey]]:
+    """100,000 pending runs over four days in 256 partitions, every partition owned."""
+    owner = await store.tenants.create("crowded", max_in_flight=1_000_000)
+    start = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    start += timedelta(days=1)
+    await store.time_partitions.ensure({(start + timedelta(days=d)).date() for d in range(DAYS)})
+    spacing_s = DAYS * 86_400 / (JOBS * RUNS_PER_JOB)
+    with psycopg.connect(database_dsn, autocommit=True) as conn:
+        conn.execute(_JOBS, {"tenant": owner.id, "jobs": JOBS})
+        conn.execute(_RUNS, {"tenant": owner.id, "jobs": JOBS, "runs": RUNS_PER_JOB,
+                             "start": start, "spacing_s": spacing_s})  # fmt: skip
+        conn.execute("ANALYZE")
+        rows = conn.execute(
+            "SELECT job_id, scheduled_for FROM executions"
+            " ORDER BY md5(job_id::text || scheduled_for) LIMIT %s",
+            (BATCH,),
+        ).fetchall()
+    epochs = {PartitionId(p): 7 for p in range(PARTITIONS)}
+    assert len(await store.occurrences.set_epochs(epochs, node_id="node-a")) == PARTITIONS
+    return database_dsn, [ExecutionKey(JobId(job), at) for job, at in rows]
+
+
+async def test_a_claim_and_a_record_probe_each_key_a_few_times_not_per_partition(
+    crowded: tuple[str, list[ExecutionKey]],
+) -> None:
+    dsn, keys = crowded
+    days = {k.scheduled_for.date() for k in keys}
+    assert len(days) == DAYS, "the keys span every day partition"
+    claim = {
+        "partitions": list(range(PARTITIONS)),
+        "epochs": [7] * PARTITIONS,
+        "job_ids": [k.job_id for k in keys],
+        "scheduled_fors": [k.scheduled_for for k in keys],
+        "executor_ids": ["ex"] * BATCH,
+        "instances": ["i"] * BATCH,
+        "lease_s": 30.0,
+        "ahead_s": 10 * 86_400.0,
+    }
+    rows, run_probes, job_probes = counted(dsn, sql("claim"), claim)
+    claimed = [r for r in rows if r[0] == "claimed"]
+    assert len(claimed) == BATCH
+    # The key's probe and the update's: two per key (a little slack for catalog lookups).
+    assert run_probes <= 2 * BATCH + 50, f"{run_probes} executions index probes for {BATCH} keys"
+    assert job_probes <= 2 * BATCH + 50, f"{job_probes} jobs index probes for {BATCH} keys"
+
+    fences = {(job_id, at): fence for _, job_id, at, _, _, fence, *_ in claimed}
+    results = [AttemptResult(ExecutionKey(JobId(j), a), f, Outcome.SUCCEEDED,
+                             executor_id="ex", executor_instance="i")
+               for (j, a), f in sorted(fences.items())]  # fmt: skip
+    record = {
+        "job_ids": [r.key.job_id for r in results],
+        "scheduled_fors": [r.key.scheduled_for for r in results],
+        "fences": [r.fence for r in results],
+        "outcomes": [r.outcome.value for r in results],
+        "executors": ["ex"] * BATCH,
+        "instances": ["i"] * BATCH,
+        "started": [None] * BATCH,
+        "finished": [None] * BATCH,
+        "errors": [None] * BATCH,
+    }
+    rows, run_probes, job_probes = counted(dsn, sql("record_results"), record)
+    assert sum(1 for r in rows if r[0]) == BATCH
+    assert run_probes <= 2 * BATCH + 50, f"{run_probes} executions index probes for {BATCH} results"
+    assert job_probes <= BATCH + 50, f"{job_probes} jobs index probes for {BATCH} results"
