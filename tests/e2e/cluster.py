@@ -37,6 +37,7 @@ FAST = {
     "materialise-interval-s": 1,
     "horizon-s": 120,
     "lease-s": 3,
+    "prefetch-ms": 1000,
     "heartbeat-interval-s": 1,
     "reap-interval-s": 0.25,
     "pool-size": 4,

@@ -36,6 +36,7 @@ def fast_config(**overrides: Any) -> dict[str, Any]:
         "materialise_interval_s": 1.0,
         "horizon_s": 120.0,
         "lease_s": 2.0,
+        "prefetch_ms": 500,  # at most half the lease: a held run keeps its lease
         "heartbeat_interval_s": 0.5,
         "reap_interval_s": 0.25,
         "breaker_cooldown_s": 2.0,

@@ -68,6 +68,15 @@ def _pools(values: tuple[str, ...]) -> dict[str, int]:
     "(env WHEEL_POOLS, spaced: 'default=64 slow=4'). Default: default=64.",
 )
 @click.option(
+    "--hold",
+    type=click.IntRange(0, 1_000_000),
+    envvar="WHEEL_HOLD",
+    default=10_000,
+    show_default=True,
+    help="Runs each node may hand over per pool beyond its concurrency, held until their "
+    "instant: a spike's claims happen before it (env WHEEL_HOLD).",
+)
+@click.option(
     "--drain-timeout",
     type=click.FloatRange(min=0),
     envvar="WHEEL_DRAIN_TIMEOUT",
@@ -107,6 +116,7 @@ def executor(
     endpoint: str,
     modules: tuple[str, ...],
     pools: tuple[str, ...],
+    hold: int,
     drain_timeout: float,
     metrics_listen: str,
     token_file: Path | None,
@@ -129,6 +139,7 @@ def executor(
             etcd_endpoint=endpoint,
             task_modules=modules,
             pools=_pools(pools),
+            hold=hold,
             drain_timeout_s=drain_timeout,
             metrics_listen=metrics_listen,
             token=_token(token_file),

@@ -29,7 +29,11 @@ class ExecutorConfig:
     task_modules: tuple[str, ...] = ()
     """Modules imported at start; their `@wheel.task` decorators register the handlers."""
     pools: Mapping[str, int] = field(default_factory=_default_pools)
-    """Executions run at once per pool; every stream is granted up to this much credit."""
+    """Executions run at once per pool."""
+    hold: int = 10_000
+    """Runs each stream may hand over per pool beyond its concurrency: nodes claim runs up
+    to their `prefetch_ms` ahead and the executor holds them (memory, no slot) until their
+    instant, so a spike's database work is done before it. 0: only what can run now."""
     drain_timeout_s: float = 30.0
     """On shutdown, how long running handlers may go on before they are cancelled."""
     flush_timeout_s: float = 10.0
@@ -92,6 +96,8 @@ class ExecutorConfig:
             )
         if self.thread_pool_size is not None and self.thread_pool_size < 1:
             raise ConfigError("thread_pool_size", f"{self.thread_pool_size} must be at least 1")
+        if not 0 <= self.hold <= 1_000_000:
+            raise ConfigError("hold", f"{self.hold} not in 0..1000000")
         if self.session_ttl_s < 1:
             raise ConfigError("session_ttl_s", f"{self.session_ttl_s} must be at least 1")
 

@@ -1,47 +1,57 @@
-"""Executions: what this executor holds — waiting and running dispatches — and its credit policy.
+"""Executions: what this executor holds — held, ready and running runs — and its credit.
 
 It is the `StreamHandler` every link reports to. Credit: a welcomed stream
-is granted each pool's whole concurrency; a dispatch uses one; when its
-execution ends (reported, or dropped as stale) one credit goes back to the
-stream it came on, if that stream is still up and we are not draining. So a
-stream never has more than `concurrency[pool]` outstanding (unused credit
-plus unfinished dispatches). Since every stream holds that much, the pool's
-`PoolSlots` queue what exceeds the free concurrency, heartbeated as they wait.
+is granted, per pool, the pool's concurrency plus `hold` — nodes hand runs
+over ahead of their instant, and a held run waits here, costing a little
+memory and no slot; a dispatch uses one credit; when its run ends (reported,
+or dropped as stale) one credit goes back to the stream it came on, if that
+stream is still up and we are not draining. Runs start at their `start_at`
+(one timer for the earliest of all), in `start_at` order, as their pool's
+slots allow (see `runner`).
 
 Messages naming an (execution id, fence) act only on that exact pair:
-`StaleFence` stops a running or waiting execution without a result and drops
-a buffered result; `ResultAccepted` drops a buffered result;
+`StaleFence` stops a held or running run without a result and drops a
+buffered result; `ResultAccepted` drops a buffered result;
 `CancelExecution` stops the handler and reports FAILED `cancelled: <reason>`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import heapq
+import itertools
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import cast
 
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.executor.connection import Stream
+from wheel.executor.context import TaskContext
 from wheel.executor.messages import Dispatch, Outcome, Report, cap_error, describe_error
 from wheel.executor.outbox import Outbox
-from wheel.executor.pools import PoolSlots
 from wheel.executor.routing import Router
-from wheel.executor.runner import CANCEL_GRACE_S, SHUTDOWN_ERROR, Execution, Stop, utc_now
+from wheel.executor.runner import CANCEL_GRACE_S, SHUTDOWN_ERROR, Run, Stop, consume, utc_now
 from wheel.executor.tasks import TaskRegistry
 from wheel.executor.threads import HandlerThreads
 from wheel.model.ids import ExecutionId
 
 log = logging.getLogger(__name__)
 
+DEFAULT_HOLD = 10_000
+"""Runs a stream may hand over per pool beyond its concurrency (held until their instant)."""
+
 
 @dataclass(slots=True)
-class _Held:
-    execution: Execution
-    origin: Stream
-    """The stream the dispatch came on: its credit comes back there."""
+class _Pool:
+    concurrency: int
+    running: int = 0
+    ready: list[tuple[float, int, Run]] = field(default_factory=list)
+    """Runs whose instant has come, waiting for a slot: a heap, earliest start_at first
+    (ties in arrival order), whatever order they arrived in."""
 
 
 class Executions:
@@ -53,42 +63,58 @@ class Executions:
         threads: HandlerThreads,
         router: Router,
         outbox: Outbox,
+        hold: int = DEFAULT_HOLD,
         wall: Callable[[], datetime] = utc_now,
         cancel_grace_s: float = CANCEL_GRACE_S,
     ) -> None:
         self._registry = registry
-        self._pools = dict(pools)
-        self._slots = {pool: PoolSlots(concurrency) for pool, concurrency in pools.items()}
+        self._concurrency = dict(pools)
+        self._pools = {name: _Pool(concurrency) for name, concurrency in pools.items()}
+        self._hold = hold
         self._threads = threads
         self._router = router
         self._outbox = outbox
         self._wall = wall
         self._cancel_grace_s = cancel_grace_s
-        self._held: dict[tuple[str, int], _Held] = {}
+        self._runs: dict[tuple[str, int], Run] = {}
+        self._starts: list[tuple[float, int, Run]] = []
+        """Held runs by start_at (epoch seconds), earliest first; stale entries skipped."""
+        self._order = itertools.count()
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = float("inf")
+        self._idle = asyncio.Event()
+        self._idle.set()
         self.finished: Counter[str] = Counter()
-        """Executions run to a report here, by outcome (for metrics)."""
-        self._tasks: set[asyncio.Task[None]] = set()
+        """Runs ended with a report here, by outcome (for metrics)."""
         self.draining = False
 
     def __len__(self) -> int:
-        return len(self._held)
+        return len(self._runs)
 
     def phases(self) -> Counter[str]:
-        """Held executions by phase (waiting, running, ...)."""
-        return Counter(held.execution.phase for held in self._held.values())
+        """Held runs by phase: `waiting` (for their instant or a slot) or `running`."""
+        return Counter(
+            "running" if run.phase == "running" else "waiting" for run in self._runs.values()
+        )
 
     def phase(self, execution_id: str, fence: int) -> str | None:
-        """`waiting` or `running` while held; None once it has ended (or was never here)."""
-        held = self._held.get((execution_id, fence))
-        return held.execution.phase if held else None
+        """`waiting` or `running` while held here; None once ended (or never here)."""
+        run = self._runs.get((execution_id, fence))
+        if run is None:
+            return None
+        return "running" if run.phase == "running" else "waiting"
+
+    def credit(self, pool: str) -> int:
+        """What a stream is granted for a pool: its concurrency plus what may be held."""
+        return self._concurrency[pool] + self._hold
 
     # StreamHandler
 
     def stream_up(self, stream: Stream) -> None:
         self._router.add(stream)
         if not self.draining:
-            for pool, concurrency in self._pools.items():
-                stream.grant(pool, concurrency)
+            for pool in self._concurrency:
+                stream.grant(pool, self.credit(pool))
         self._outbox.stream_up(stream)
 
     def stream_down(self, stream: Stream) -> None:
@@ -96,20 +122,17 @@ class Executions:
         self._outbox.stream_down(stream)
 
     def on_dispatch(self, stream: Stream, dispatch: Dispatch) -> None:
-        context = {"execution": dispatch.execution_id, "fence": dispatch.fence,
-                   "node": stream.node_id, "pool": dispatch.pool}  # fmt: skip
         if not stream.take(dispatch.pool):
-            log.warning("executions.dispatch_without_credit", extra=context)
-        if dispatch.key in self._held or dispatch.key in self._outbox:
-            log.warning("executions.duplicate_dispatch", extra=context)
+            log.warning("executions.dispatch_without_credit", extra=_context(stream, dispatch))
+        if dispatch.key in self._runs or dispatch.key in self._outbox:
+            log.warning("executions.duplicate_dispatch", extra=_context(stream, dispatch))
             self._credit_back(stream, dispatch.pool)
             return
         if self.draining:
             self._report_now(dispatch, stream, Outcome.NOT_STARTED, SHUTDOWN_ERROR)
             return
-        slots = self._slots.get(dispatch.pool)
-        if slots is None:
-            log.warning("executions.unknown_pool", extra=context)
+        if dispatch.pool not in self._pools:
+            log.warning("executions.unknown_pool", extra=_context(stream, dispatch))
             served = ", ".join(sorted(self._pools))
             error = f"pool {dispatch.pool!r} is not served by this executor (it serves {served})"
             self._report_now(dispatch, stream, Outcome.NOT_STARTED, error)
@@ -121,21 +144,16 @@ class Executions:
             self._report_now(dispatch, stream, Outcome.FAILED, cap_error(error))
             self._credit_back(stream, dispatch.pool)
             return
-        key = dispatch.key
-        execution = Execution(
-            dispatch,
-            task,
-            slots=slots,
-            threads=self._threads,
-            heartbeat=lambda: self._heartbeat_now(key),
-            wall=self._wall,
-            cancel_grace_s=self._cancel_grace_s,
-        )
-        self._held[key] = _Held(execution, stream)
-        runner = asyncio.create_task(self._run(key), name=f"execution {dispatch.execution_id}")
-        self._tasks.add(runner)
-        runner.add_done_callback(self._tasks.discard)
-        log.debug("executions.accepted", extra=context)
+        run = Run(dispatch, task, stream)
+        self._runs[dispatch.key] = run
+        self._idle.clear()
+        start_s = dispatch.start_at.timestamp()
+        if start_s <= self._wall().timestamp():
+            self._make_ready(run)
+            return
+        heapq.heappush(self._starts, (start_s, next(self._order), run))
+        if start_s < self._timer_at:
+            self._arm(start_s)
 
     def on_malformed_dispatch(self, stream: Stream, message: pb.Dispatch, problem: str) -> None:
         log.error(
@@ -158,17 +176,17 @@ class Executions:
         self._credit_back(stream, message.pool)
 
     def on_cancel(self, execution_id: str, fence: int, reason: str) -> None:
-        held = self._held.get((execution_id, fence))
-        if held is not None:
+        run = self._runs.get((execution_id, fence))
+        if run is not None:
             log.info("executions.cancel", extra={"execution": execution_id, "fence": fence})
-            held.execution.stop(Stop("cancelled", reason or "no reason given"))
+            self._stop(run, Stop("cancelled", reason or "no reason given"))
 
     def on_stale_fence(self, execution_id: str, fence: int, current_fence: int) -> None:
         context = {"execution": execution_id, "fence": fence, "current_fence": current_fence}
-        held = self._held.get((execution_id, fence))
-        if held is not None:
+        run = self._runs.get((execution_id, fence))
+        if run is not None:
             log.info("executions.stale_fence", extra=context)
-            held.execution.stop(Stop("stale"))
+            self._stop(run, Stop("stale"))
         if self._outbox.acknowledge(execution_id, fence):
             log.info("executions.stale_result_dropped", extra=context)
 
@@ -176,55 +194,186 @@ class Executions:
         self._outbox.acknowledge(execution_id, fence)
 
     def heartbeats_for(self, stream: Stream) -> list[tuple[str, int]]:
+        """Runs whose lease this stream keeps: running, or due and waiting for a slot. A run
+        held until its instant needs none: nodes hand runs over well within their lease."""
         route = self._router.route
-        return [key for key, held in self._held.items()
-                if route(held.execution.dispatch.job_id, prefer=held.origin) is stream]  # fmt: skip
+        return [key for key, run in self._runs.items()
+                if run.phase in ("running", "ready")
+                and route(run.dispatch.job_id, prefer=run.origin) is stream]  # fmt: skip
 
     # Drain
 
     async def drain(self, timeout_s: float) -> None:
         """No more credit; NOT_STARTED for what waits; cancel what runs after `timeout_s`."""
         self.draining = True
-        for held in self._held.values():
-            if held.execution.phase == "waiting":
-                held.execution.stop(Stop("shutdown"))
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=timeout_s)
-        for held in self._held.values():
-            held.execution.stop(Stop("shutdown"))
-        if self._tasks:
-            await asyncio.wait(set(self._tasks))  # each bounded by the cancel grace
+        for run in list(self._runs.values()):
+            if run.phase in ("held", "ready"):
+                self._stop(run, Stop("shutdown"))
+        if self._runs:
+            try:
+                await asyncio.wait_for(self._idle.wait(), timeout_s)
+            except TimeoutError:
+                pass
+        for run in list(self._runs.values()):
+            self._stop(run, Stop("shutdown"))
+        if self._runs:
+            await self._idle.wait()  # each bounded by the cancel grace
 
-    # Internals
+    # Starting
 
-    async def _run(self, key: tuple[str, int]) -> None:
-        held = self._held[key]
-        execution = held.execution
+    def _arm(self, start_s: float) -> None:
+        """One timer, for the earliest start of every held run."""
+        if self._timer is not None:
+            self._timer.cancel()
+        loop = asyncio.get_running_loop()
+        delay_s = max(0.0, start_s - self._wall().timestamp())
+        self._timer = loop.call_at(loop.time() + delay_s, self._starts_due)
+        self._timer_at = start_s
+
+    def _starts_due(self) -> None:
+        self._timer, self._timer_at = None, float("inf")
+        # A loop timer may fire up to its resolution early: the wall clock decides.
+        now_s = self._wall().timestamp()
+        starts = self._starts
+        while starts and starts[0][0] <= now_s:
+            run = heapq.heappop(starts)[2]
+            if run.phase == "held":
+                self._make_ready(run)
+        if starts:
+            self._arm(starts[0][0])
+
+    def _make_ready(self, run: Run) -> None:
+        run.phase = "ready"
+        pool = self._pools[run.dispatch.pool]
+        if pool.running < pool.concurrency and not pool.ready:
+            self._start(run, pool)  # the common case: a free slot, nobody ahead
+            return
+        start_s = run.dispatch.start_at.timestamp()
+        heapq.heappush(pool.ready, (start_s, next(self._order), run))
+        self._fill(pool)
+
+    def _fill(self, pool: _Pool) -> None:
+        while pool.running < pool.concurrency and pool.ready:
+            run = heapq.heappop(pool.ready)[2]
+            if run.phase == "ready":
+                self._start(run, pool)
+
+    def _start(self, run: Run, pool: _Pool) -> None:
+        dispatch = run.dispatch
+        now = self._wall()
+        timeout_s = (dispatch.deadline - now).total_seconds()
+        if timeout_s <= 0:
+            # Its deadline passed while it waited for a slot: it never started.
+            run.stop = Stop("timeout")
+            self._end(run, run.stopped_report(now))
+            return
+        run.phase = "running"
+        pool.running += 1
+        loop = asyncio.get_running_loop()
+        key = run.key
+
+        def beat() -> None:  # from any thread; the loop may be gone under an abandoned handler
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(self._heartbeat_now, key)
+
+        context = run.context = TaskContext(
+            execution_id=dispatch.execution_id,
+            job_id=dispatch.job_id,
+            task_type=dispatch.task_type,
+            pool=dispatch.pool,
+            attempt=dispatch.attempt,
+            fence=dispatch.fence,
+            scheduled_for=dispatch.scheduled_for,
+            payload=dispatch.payload,
+            deadline=dispatch.deadline,
+            send_heartbeat=beat,
+        )
+        handler = run.task.handler
         try:
-            report = await execution.run()
-        except Exception as exc:  # a bug here must not leave the execution unreported
-            log.exception("executions.runner_failed", extra={"execution": key[0], "fence": key[1]})
-            report = Report(
-                execution_id=execution.dispatch.execution_id,
-                fence=execution.dispatch.fence,
-                job_id=execution.dispatch.job_id,
-                outcome=Outcome.FAILED,
-                error=f"executor error: {describe_error(exc)}",
-                started_at=None,
-                finished_at=self._wall(),
-            )
-        finally:
-            del self._held[key]
-        if report is not None:
-            self._outbox.add(report, held.origin)
-            self.finished[report.outcome.name.lower()] += 1
-            log.debug(
-                "executions.finished",
-                extra={"execution": key[0], "fence": key[1], "outcome": report.outcome.name},
-            )
+            if run.task.is_async:
+                run.started_at = now
+                call = cast(Callable[[TaskContext], Awaitable[object]], handler)
+                run.handler = asyncio.ensure_future(call(context))
+            else:
+
+                def in_thread() -> object:
+                    run.started_at = self._wall()
+                    return handler(context)
+
+                run.thread_job = self._threads.submit(in_thread)
+                run.handler = asyncio.wrap_future(run.thread_job)
+        except Exception as exc:  # the handler could not even be called
+            log.exception("executions.start_failed", extra={"execution": key[0]})
+            self._end(run, run.report(Outcome.FAILED, f"executor error: {describe_error(exc)}",
+                                      self._wall()))  # fmt: skip
+            return
+        run.handler.add_done_callback(functools.partial(self._handler_done, run))
+        run.timer = loop.call_later(timeout_s, self._stop, run, Stop("timeout"))
+
+    # Ending
+
+    def _handler_done(self, run: Run, handler: asyncio.Future[object]) -> None:
+        if run.phase == "done":  # abandoned after its grace: nobody waits for it
+            consume(handler)
+            return
+        finished_at = self._wall()
+        if run.stop is not None:  # stopped while it ran: the stop says what happened
+            consume(handler)
+            report = run.stopped_report(finished_at)
         else:
-            log.info("executions.dropped_stale", extra={"execution": key[0], "fence": key[1]})
-        self._credit_back(held.origin, execution.dispatch.pool)
+            report = run.finished_report(handler, finished_at)
+        self._end(run, report)
+
+    def _stop(self, run: Run, stop: Stop) -> None:
+        """End a run early (the first reason given wins)."""
+        if run.phase == "done" or run.stop is not None:
+            return
+        run.stop = stop
+        if run.phase != "running":
+            self._end(run, run.stopped_report(self._wall()))
+            return
+        assert run.context is not None
+        assert run.handler is not None
+        run.context.cancel_event.set()
+        if run.thread_job is not None:
+            run.thread_job.cancel()  # succeeds only while no thread has picked it up
+        else:
+            run.handler.cancel()
+        if run.timer is not None:
+            run.timer.cancel()
+        loop = asyncio.get_running_loop()
+        run.timer = loop.call_later(self._cancel_grace_s, self._abandon, run)
+
+    def _abandon(self, run: Run) -> None:
+        if run.phase != "running":
+            return
+        log.warning(
+            "runner.handler_abandoned",
+            extra={"execution": run.key[0], "fence": run.key[1],
+                   "grace_s": self._cancel_grace_s},
+        )  # fmt: skip
+        self._end(run, run.stopped_report(self._wall()))
+
+    def _end(self, run: Run, report: Report | None) -> None:
+        was_running = run.phase == "running"
+        run.phase = "done"
+        if run.timer is not None:
+            run.timer.cancel()
+            run.timer = None
+        self._runs.pop(run.key, None)
+        pool = self._pools[run.dispatch.pool]
+        if report is not None:
+            self._outbox.add(report, run.origin)
+            self.finished[report.outcome.name.lower()] += 1
+        else:
+            log.info("executions.dropped_stale", extra={"execution": run.key[0],
+                                                        "fence": run.key[1]})  # fmt: skip
+        self._credit_back(run.origin, run.dispatch.pool)
+        if was_running:
+            pool.running -= 1
+            self._fill(pool)
+        if not self._runs:
+            self._idle.set()
 
     def _report_now(self, dispatch: Dispatch, stream: Stream, outcome: Outcome, error: str) -> None:
         report = Report(
@@ -243,9 +392,14 @@ class Executions:
             stream.grant(pool, 1)
 
     def _heartbeat_now(self, key: tuple[str, int]) -> None:
-        held = self._held.get(key)
-        if held is None:
+        run = self._runs.get(key)
+        if run is None:
             return
-        stream = self._router.route(held.execution.dispatch.job_id, prefer=held.origin)
+        stream = self._router.route(run.dispatch.job_id, prefer=run.origin)
         if stream is not None:
             stream.send_heartbeat(*key)
+
+
+def _context(stream: Stream, dispatch: Dispatch) -> dict[str, object]:
+    return {"execution": dispatch.execution_id, "fence": dispatch.fence,
+            "node": stream.node_id, "pool": dispatch.pool}  # fmt: skip

@@ -97,7 +97,7 @@ class Executor:
         self.outbox = Outbox(self.router)
         self.executions = Executions(
             self.registry, config.pools, threads=self._threads, router=self.router,
-            outbox=self.outbox,
+            outbox=self.outbox, hold=config.hold,
         )  # fmt: skip
         info = ExecutorInfo(
             executor_id=config.executor_id,

@@ -44,7 +44,13 @@ class SchedulerConfig:
     materialise_interval_s: float = 5.0
     horizon_s: float = 3600.0
     lead_ms: int = 250
-    """Claim and dispatch this long before the instant; the executor starts at the instant."""
+    """Runs of jobs whose overlap policy is not 'allow' are claimed and dispatched this long
+    before their instant (the overlap check sees the previous run as late as it can); the
+    executor starts each at its instant."""
+    prefetch_ms: int = 2000
+    """Runs that can overlap nothing (one-offs, overlap 'allow') are claimed and handed to
+    executors this long before their instant, so a spike's claims are done before it; the
+    executor holds each (see the executor's `hold`) and starts it at its instant."""
     claim_slice_ms: int = 50
     """Occurrences are handed to claims in slices this long (bigger, fewer claim statements);
     must be well under `lead_ms` so a slice is claimed and dispatched before its instants."""
@@ -101,6 +107,10 @@ class SchedulerConfig:
                 raise ConfigError(name, f"must be > 0, got {value}")
         if self.lead_ms < 0:
             raise ConfigError("lead_ms", f"must be >= 0, got {self.lead_ms}")
+        if self.prefetch_ms < self.lead_ms:
+            raise ConfigError("prefetch_ms", f"must be >= lead_ms ({self.lead_ms})")
+        if self.prefetch_ms * 2 > self.lease_s * 1000:
+            raise ConfigError("prefetch_ms", "must be at most half of lease_s: a held run's lease")
         if self.claim_slice_ms < 1:
             raise ConfigError("claim_slice_ms", f"must be >= 1, got {self.claim_slice_ms}")
         if self.claim_slice_ms > self.lead_ms > 0:

@@ -1,7 +1,8 @@
 """Fire, claim, dispatch, record: the work of one node over the partitions it owns.
 
 The timing wheel holds the loaded occurrences of owned partitions and fires
-each `lead_ms` before its instant. A fired occurrence waits in the ready
+each ahead of its instant: `prefetch_ms` for a run that can overlap nothing,
+`lead_ms` for one of an overlap-limited job. A fired occurrence waits in the ready
 queues (fair across tenants, priority first) until executors have credit for
 its pool; then it is claimed in a batch — one statement, fenced by the
 partition epochs — and dispatched down a stream with `start_at` = its
@@ -235,7 +236,7 @@ class Engine:
                     self.blocked.setdefault(key.job_id, []).append(ready)
                     continue
                 heads.add(key.job_id)
-            deadline = claim_at(fire_at_ms)
+            deadline = claim_at(fire_at_ms, occurrence.overlap)
             if spread_per_s and deadline < now_ms:
                 # One release schedule for every catch-up, however many pages or partitions.
                 self._spread_next_ms = max(self._spread_next_ms, now_ms)
@@ -247,15 +248,22 @@ class Engine:
         self.stats.loaded += len(entries)
         return len(entries)
 
-    def claim_at(self, fire_at_ms: int) -> int:
-        """When the wheel hands an occurrence over for claiming: `lead_ms` ahead, in slices.
+    def claim_at(self, fire_at_ms: int, overlap: str) -> int:
+        """When the wheel hands an occurrence over for claiming, in slices.
 
-        Occurrences are released a slice (`claim_slice_ms`) at a time, so one
-        claim statement takes everything due in a slice instead of the two or
-        three a millisecond brings; the executor still starts each at its instant.
+        A run that can overlap nothing ('allow': one-offs, jobs that allow it) is
+        claimed `prefetch_ms` ahead and held by its executor until its instant, so
+        a spike's database work is done before the spike. A run of an
+        overlap-limited job is claimed only `lead_ms` ahead: the claim checks for
+        a running predecessor, and should see it as late as it can. Occurrences
+        are released a slice (`claim_slice_ms`) at a time, so one claim statement
+        takes everything due in a slice instead of the two or three a millisecond
+        brings; the executor still starts each at its instant.
         """
-        slice_ms = self.config.claim_slice_ms
-        return (fire_at_ms - self.config.lead_ms) // slice_ms * slice_ms
+        config = self.config
+        slice_ms = config.claim_slice_ms
+        ahead_ms = config.prefetch_ms if overlap == "allow" else config.lead_ms
+        return (fire_at_ms - ahead_ms) // slice_ms * slice_ms
 
     def _forget(self, key: ExecutionKey) -> Ready | None:
         ready = self.known.pop(key, None)
@@ -443,7 +451,7 @@ class Engine:
                 [item.key for item, _ in batch],
                 dict(self.owned),
                 lease_s=config.lease_s,
-                ahead_s=config.lead_ms / 1000 + 1.0,
+                ahead_s=max(config.lead_ms, config.prefetch_ms) / 1000 + 1.0,
                 executors=[link.binding for _, link in batch],
             )
         except WheelError as exc:
@@ -480,7 +488,7 @@ class Engine:
             item = unclaimed_items[unclaimed.key]
             if unclaimed.state is ClaimState.EARLY:
                 item.fire_at_ms = _ms(unclaimed.fire_at)
-                self.driver.add(item.key, self.claim_at(item.fire_at_ms))
+                self.driver.add(item.key, self.claim_at(item.fire_at_ms, item.overlap))
             elif unclaimed.state is ClaimState.CAPPED:
                 self._wait_for_room(item)
             elif unclaimed.state is ClaimState.BLOCKED:
@@ -714,7 +722,7 @@ class Engine:
                 item.not_started = 0
             self.known[recorded.key] = item
             self._by_partition[item.partition].add(recorded.key)
-            self.driver.add(recorded.key, self.claim_at(item.fire_at_ms))
+            self.driver.add(recorded.key, self.claim_at(item.fire_at_ms, item.overlap))
 
     def _done(self, key: ExecutionKey) -> InFlight | None:
         entry = self.in_flight.pop(key, None)
@@ -757,6 +765,16 @@ class Engine:
         """Expired leases of owned partitions become failed attempts (the store's rule)."""
         recorded = await self._store.occurrences.reap(dict(self.owned))
         for item in recorded:
+            entry = self.in_flight.get(item.key)
+            link = entry.link if entry is not None else None
+            if link is not None and link.open and not link.unresponsive:
+                # Its executor let a lease lapse while the stream looks up: paused or cut
+                # off. Its retry, and everything else, goes elsewhere until it speaks.
+                link.unresponsive = True
+                log.warning(
+                    "engine.executor_unresponsive",
+                    extra={"executor": link.executor_id, "execution": item.key.id},
+                )
             self._finished(item, Outcome.LEASE_EXPIRED)
         self.stats.reaped += len(recorded)
         return len(recorded)

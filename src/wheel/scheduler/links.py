@@ -41,6 +41,9 @@ class Link:
     open: bool = True
     ended_because: str = ""
     """Why the node ended the stream (empty: it ended on its own)."""
+    unresponsive: bool = False
+    """A run's lease lapsed while the executor held it (paused, frozen, partitioned): no
+    more dispatches until it says anything again."""
     connected_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @property
@@ -131,13 +134,21 @@ class Links:
         candidates = [
             link
             for link in self._links.values()
-            if link.credits.get(pool, 0) > 0 and link.serves(pool, task_type)
+            if link.credits.get(pool, 0) > 0
+            and link.serves(pool, task_type)
+            and not link.unresponsive
         ]
         if not candidates:
             return None
         link = candidates[next(self._turn) % len(candidates)]
         link.credits[pool] -= 1
         return link
+
+    def heard(self, link: Link) -> None:
+        """The executor said something: it is alive, whatever a lapsed lease suggested."""
+        if link.unresponsive:
+            link.unresponsive = False
+            self.changed.set()
 
     def refund(self, link: Link, pool: str) -> None:
         """Give back a credit `take` used for a run that was not claimed after all."""

@@ -8,10 +8,13 @@
 - Notifications: inserting occurrences due soon notifies `wheel_due` with
   the partitions and the earliest instant; the owner loads that partition
   from that instant up to where the window has been loaded, so a job
-  created for "in 30 s" is in the wheel within milliseconds.
-- The catch-up scan, the safety net for a lost notification: overdue
-  pending occurrences not in the wheel (misfire rule first, then released
-  at a bounded rate).
+  created for "in 30 s" is in the wheel within milliseconds. Notifications
+  that arrive while one is handled are merged and handled as one
+  (`wheel.store.notifications`).
+- The catch-up scan, the safety net for a lost notification or a retry
+  another node recorded: what became pending since its last pass (minus a
+  slack for late commits), due within the loaded window, released at a
+  bounded rate. It reads by `pending_since`, never the whole backlog.
 """
 
 from __future__ import annotations
@@ -20,54 +23,24 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Collection
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
-
-import psycopg
 
 from wheel.model.executions import DueOccurrence
 from wheel.model.ids import ExecutionKey, JobId, PartitionId
 from wheel.scheduler.engine import Engine
-from wheel.store import Store
+from wheel.store import Store, notifications
+from wheel.store.notifications import Notification
 from wheel.store.occurrences import DueCursor
-from wheel.store.translate import translated
 
 log = logging.getLogger(__name__)
 
-CHANNEL = "wheel_due"
 _PAGE = 10_000
 _EPSILON = timedelta(milliseconds=1)
-_LISTEN_RETRY_MAX_S = 5.0
+_CATCH_UP_SLACK = timedelta(minutes=2)
+"""The catch-up re-reads this much before its last pass: a row made pending by a
+transaction that committed late, or stamped by a database clock slightly behind ours."""
 # The smallest key: a cursor (instant, this) starts exactly at the instant.
 _SMALLEST_KEY = ExecutionKey(JobId(uuid.UUID(int=0)), datetime(1970, 1, 1, tzinfo=UTC))
-
-
-@dataclass(frozen=True, slots=True)
-class Notification:
-    earliest: dict[PartitionId, datetime] | None
-    """Earliest fire_at per partition; None: rescan every owned partition."""
-    created_at: datetime | None
-    """When the notified rows were created (their transaction's start), if known."""
-
-
-def parse_notification(payload: str) -> Notification:
-    """'[<created ms>|]<partition>:<epoch ms>,...' or '*' (rescan everything)."""
-    if payload == "*":
-        return Notification(None, None)
-    created_at = None
-    created, bar, entries = payload.rpartition("|")
-    try:
-        if bar:
-            created_at = datetime.fromtimestamp(int(created) / 1000, UTC)
-        earliest: dict[PartitionId, datetime] = {}
-        for entry in entries.split(","):
-            partition, _, ms = entry.partition(":")
-            earliest[PartitionId(int(partition))] = datetime.fromtimestamp(int(ms) / 1000, UTC)
-    except ValueError:
-        log.warning("loader.bad_notification", extra={"payload": payload[:200]})
-        return Notification(None, None)
-    return Notification(earliest, created_at)
 
 
 class Loader:
@@ -80,6 +53,8 @@ class Loader:
         """Every pending occurrence of an owned partition due before this is in the wheel."""
         self._loading_to: datetime | None = None
         self.listening = asyncio.Event()
+        self._caught_up_from = datetime.now(UTC) - _CATCH_UP_SLACK
+        """The next catch-up reads what became pending since this."""
 
     def _bound(self) -> datetime:
         """How far a notified or new partition must be loaded to join the window."""
@@ -131,7 +106,9 @@ class Loader:
         return await self._load([partition], self._bound(), spread=True)
 
     async def catch_up(self) -> int:
-        """Overdue pending occurrences that are not in the wheel (a notification was lost).
+        """Pending occurrences not in the wheel (a notification was lost, or another node
+        recorded a retry of ours): whatever became pending since the last pass, due
+        before the loaded window's end. Reads a few recent rows, not the backlog.
 
         No misfire rule here: overdue rows of owned partitions are mostly ones
         this node holds, waiting for credit, a breaker or an overlap; late, not
@@ -140,13 +117,18 @@ class Loader:
         owned = dict(self._engine.owned)
         if not owned:
             return 0
-        added = await self._load(list(owned), datetime.now(UTC), spread=True)
+        started = datetime.now(UTC)
+        since = self._caught_up_from
+        rows = await self._store.occurrences.load_requeued(list(owned), since, self._bound())
+        self._caught_up_from = started - _CATCH_UP_SLACK
+        added = self._add(rows, spread=True)
         if added:
-            log.info("loader.caught_up", extra={"added": added})
+            log.info("loader.caught_up", extra={"added": added, "read": len(rows)})
         return added
 
-    async def notified(self, payload: str) -> int:
-        notification = parse_notification(payload)
+    async def notified(self, notification: Notification) -> int:
+        """Load what a (merged) notification names: its partitions from their earliest
+        instant up to the loaded window's end."""
         earliest = notification.earliest
         owned = self._engine.owned
         if earliest is None:
@@ -167,30 +149,7 @@ class Loader:
         return added
 
     async def listen(self) -> None:
-        """Follow `wheel_due` notifications for as long as the node runs; reconnect on loss."""
-        delay = 0.1
-        while True:
-            try:
-                async with translated():
-                    conn: psycopg.AsyncConnection[Any] = await psycopg.AsyncConnection.connect(
-                        self._dsn, autocommit=True
-                    )
-                async with conn:
-                    await conn.execute(f"LISTEN {CHANNEL}")
-                    self.listening.set()
-                    delay = 0.1
-                    # Notifications sent while we were not listening: the catch-up scan.
-                    await self.catch_up()
-                    async for notify in conn.notifies():
-                        try:
-                            await self.notified(notify.payload)
-                        except Exception as exc:
-                            log.warning("loader.notified_failed", extra={"error": repr(exc)})
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.warning("loader.listen_failed", extra={"error": repr(exc)})
-            finally:
-                self.listening.clear()
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, _LISTEN_RETRY_MAX_S)
+        """Follow `wheel_due` notifications in batches for as long as the node runs."""
+        await notifications.listen(
+            self._dsn, self.notified, connected=self.catch_up, listening=self.listening
+        )

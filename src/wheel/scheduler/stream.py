@@ -157,6 +157,7 @@ class ExecutorStreamService:
             async for raw in incoming:
                 number += 1
                 message = _parse(raw, number)
+                engine.links.heard(link)
                 body = message.WhichOneof("body")
                 if body == "credit":
                     pool, count = messages.credit_from_proto(message.credit, link.pools)

@@ -10,6 +10,7 @@ outcome of a distributed system.
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -174,6 +175,42 @@ class Occurrences:
             for job_id, at, part, fire_at, priority, version, tenant, pool, task_type, overlap
             in rows
         ]  # fmt: skip
+
+    async def load_requeued(
+        self,
+        partitions: Iterable[PartitionId],
+        since: datetime,
+        before: datetime,
+        *,
+        limit: int = 10_000,
+    ) -> list[DueOccurrence]:
+        """Pending occurrences of `partitions` that became pending at or after `since`
+        (made, retried, given back) and fire before `before`: what the catch-up needs,
+        read by the index on `pending_since`, never the whole backlog. Every page."""
+        found: list[DueOccurrence] = []
+        after_since, after_key = _EPOCH, ExecutionKey(JobId(uuid.UUID(_NIL_UUID)), _EPOCH)
+        partitions = list(partitions)
+        while True:
+            rows = await self._fetch(
+                sql("load_requeued"),
+                {
+                    "partitions": partitions,
+                    "since": since,
+                    "before": before,
+                    "after_since": after_since,
+                    "after_job_id": after_key.job_id,
+                    "after_scheduled_for": after_key.scheduled_for,
+                    "limit": limit,
+                },
+            )
+            for (job_id, at, part, fire_at, priority, version, tenant, pool, task_type,
+                 overlap, _) in rows:  # fmt: skip
+                found.append(DueOccurrence(_key(job_id, at), PartitionId(part), fire_at,
+                                           priority, version, TenantId(tenant), pool,
+                                           task_type, overlap))  # fmt: skip
+            if len(rows) < limit:
+                return found
+            after_since, after_key = rows[-1][-1], _key(rows[-1][0], rows[-1][1])
 
     async def claim(
         self,

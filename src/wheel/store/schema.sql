@@ -116,6 +116,9 @@ CREATE TABLE executions (
     -- The executor process the latest claim went to (its Hello's instance id,
     -- never shown): its reports are the only ones accepted.
     executor_instance text,
+    -- When it last became pending (made, retried, given back): the catch-up scan
+    -- reads what became pending since its last pass, not the whole backlog.
+    pending_since   timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (job_id, scheduled_for),
     CHECK ((status IN ('dispatched', 'running')) = (lease_until IS NOT NULL))
 ) PARTITION BY RANGE (scheduled_for);
@@ -128,6 +131,11 @@ CREATE INDEX executions_leases ON executions (partition, lease_until)
     WHERE status IN ('dispatched', 'running');
 -- A tenant's executions, newest first (a job's: the primary key, scanned backwards).
 CREATE INDEX executions_tenant_newest ON executions (tenant_id, scheduled_for DESC, job_id DESC);
+-- The catch-up's path: what became pending since its last pass (recent: a short
+-- range). `IS NOT NULL` (always true) keeps it to queries naming pending_since: a
+-- load that may only walk the due index in order cannot pick this one instead.
+CREATE INDEX executions_pending_since ON executions (pending_since)
+    WHERE status = 'pending' AND pending_since IS NOT NULL;
 -- A job's running executions: probed by claims of jobs whose overlap is not 'allow'.
 CREATE INDEX executions_leased_by_job ON executions (job_id)
     WHERE status IN ('dispatched', 'running');
@@ -251,6 +259,8 @@ AS $$
             executor_id = d.executor_id,
             started_at = d.started_at,
             finished_at = CASE WHEN d.next_status = 'pending' THEN NULL ELSE d.finished_at END,
+            pending_since = CASE WHEN d.next_status = 'pending' THEN clock_timestamp()
+                                 ELSE e.pending_since END,
             error = d.error,
             reason = CASE WHEN d.next_status = 'cancelled' THEN 'job deleted' ELSE e.reason END
         FROM decided d
@@ -310,12 +320,15 @@ AS $$
     SELECT e.job_id, e.scheduled_for, e.partition, e.fire_at, e.priority, e.job_version,
            e.tenant_id, j.pool, j.task_type,
            -- A manual or backfilled run, or a retry, is never skipped by the overlap
-           -- policy: it waits.
+           -- policy: it waits. A one-off's scheduled run has no other run to overlap
+           -- ('allow': it may be claimed ahead).
            CASE WHEN (e.trigger <> 'schedule' OR e.attempt > 0) AND j.overlap <> 'allow'
-                THEN 'wait' ELSE j.overlap END
+                THEN 'wait'
+                WHEN j.schedule_kind <> 'cron' THEN 'allow'
+                ELSE j.overlap END
     FROM executions e
     CROSS JOIN LATERAL (
-        SELECT j.pool, j.task_type, j.overlap
+        SELECT j.pool, j.task_type, j.overlap, j.schedule_kind
         FROM jobs j
         WHERE j.id = e.job_id AND j.status = 'active'
         LIMIT 1
@@ -385,7 +398,9 @@ AS $$
                CASE
                    WHEN e.fire_at > clock_timestamp() + make_interval(secs => p_ahead_s)
                        THEN 'early'
-                   WHEN j.overlap <> 'allow' AND EXISTS (
+                   WHEN j.overlap <> 'allow'
+                        AND NOT (j.schedule_kind <> 'cron' AND e.trigger = 'schedule')
+                        AND EXISTS (
                        SELECT 1 FROM executions o
                        WHERE o.job_id = e.job_id AND o.status IN ('dispatched', 'running'))
                        THEN CASE WHEN j.overlap = 'skip' AND e.trigger = 'schedule'

@@ -11,6 +11,7 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from tests.integration.conftest import NodeFactory
 from wheel.errors import StoreUnavailable
+from wheel.scheduler.node import SchedulerNode
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -39,10 +40,21 @@ async def test_reflection_lists_the_services(start_node: NodeFactory) -> None:
     assert {"wheel.v1.ExecutorStream", "grpc.health.v1.Health"} <= names
 
 
-async def _status_becomes(stub: health_pb2_grpc.HealthStub, wanted: int) -> None:
-    async for reply in stub.Watch(health_pb2.HealthCheckRequest()):
-        if reply.status == wanted:
-            return
+async def _status_becomes(
+    stub: health_pb2_grpc.HealthStub, wanted: int, node: SchedulerNode, what: str
+) -> None:
+    try:
+        async with asyncio.timeout(60):
+            async for reply in stub.Watch(health_pb2.HealthCheckRequest()):
+                if reply.status == wanted:
+                    return
+    except TimeoutError:
+        membership = node.membership
+        ownership = membership.ownership if membership else None
+        held = sorted(ownership.held) if ownership else None
+        healthy = (ownership.healthy, ownership.failures) if ownership else None
+        state = (node.ready.is_set(), node.clock_fit.is_set(), healthy, held)
+        raise AssertionError(f"{what}: not {wanted} within 60 s; node state {state}") from None
 
 
 async def test_not_serving_while_it_cannot_take_the_partitions_it_should_own(
@@ -61,10 +73,10 @@ async def test_not_serving_while_it_cannot_take_the_partitions_it_should_own(
     monkeypatch.setattr(node.store.occurrences, "set_epochs", refuse)
     async with grpc.aio.insecure_channel(node.address) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
-        await asyncio.wait_for(_status_becomes(stub, SERVING), 30)
+        await _status_becomes(stub, SERVING, node, "with both nodes up")
         await other.stop()  # node-a should now take node-b's partitions, and cannot
-        await asyncio.wait_for(_status_becomes(stub, NOT_SERVING), 30)
+        await _status_becomes(stub, NOT_SERVING, node, "unable to take node-b's share")
         monkeypatch.undo()
-        await asyncio.wait_for(_status_becomes(stub, SERVING), 30)
+        await _status_becomes(stub, SERVING, node, "once it can")
     assert node.engine is not None
     assert len(node.engine.owned) == node.config.partitions

@@ -84,6 +84,15 @@ def test_paths_use_their_index_in_order(database_dsn: str, query: str, index: st
     assert "Sort" not in text, text
 
 
+def test_the_catch_up_reads_only_what_became_pending_since_its_last_pass(
+    database_dsn: str,
+) -> None:
+    params = {**PARAMS, "since": EPOCH_START, "after_since": EPOCH_START}
+    text = plan(database_dsn, sql("load_requeued"), params)
+    assert "executions_20260101_pending_since_idx" in text, text
+    assert "partition_fire_at_idx" not in text, "never the whole due backlog"
+
+
 def test_the_reaper_finds_expired_leases_by_index(database_dsn: str) -> None:
     reap = sql("reap")
     expired = reap[reap.index("SELECT e.job_id") : reap.index("LIMIT")]

@@ -373,3 +373,21 @@ async def test_each_batch_is_one_statement(counting_store: Store, batch: int) ->
         owner.id, statuses=[ExecutionStatus.SUCCEEDED], page_size=1000
     )
     assert len(done) == batch
+
+
+async def test_the_catch_up_reads_what_became_pending_since_not_the_backlog(
+    store: Store,
+) -> None:
+    owner = await make.tenant(store)
+    job = await make.job(store, owner, partition=5)
+    backlog = [make.soon() - timedelta(hours=2, minutes=n) for n in range(50)]
+    await store.occurrences.insert([make.occurrence(job, at) for at in backlog])
+    async with store.pool.connection() as conn:  # made an hour ago, and loaded since
+        await conn.execute("UPDATE executions SET pending_since = now() - interval '1 hour'")
+    fresh = [make.soon() + timedelta(minutes=n) for n in range(3)]
+    await store.occurrences.insert([make.occurrence(job, at) for at in fresh])
+    since = datetime.now(UTC) - timedelta(minutes=1)
+    found = await store.occurrences.load_requeued(
+        [PartitionId(5)], since, datetime.now(UTC) + timedelta(hours=1), limit=2
+    )
+    assert sorted(o.key.scheduled_for for o in found) == fresh, "every page, none of the backlog"

@@ -82,6 +82,7 @@ class Cluster:
             "cluster": self.layout.cluster,
             "etcd_endpoint": self.endpoint,
             "pools": {"default": 2},
+            "hold": 0,  # credit is the concurrency, unless a test holds runs ahead
             "reconnect_min_s": 0.01,
             "reconnect_max_s": 0.2,
             "drain_timeout_s": 5.0,

@@ -1,8 +1,14 @@
-"""Execution: never starts before start_at, times out at the deadline, reports what happened."""
+"""Runs on one executor: held until start_at, started in order as slots free, timed out at the
+deadline, stopped early as asked, and reported — driven by `Executions`, with no network.
+
+The collaborators around it are small stand-ins: a stream (credit, heartbeats), a router
+and an outbox that keeps what is reported.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -10,10 +16,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from wheel.executor.connection import Stream
 from wheel.executor.context import TaskContext
+from wheel.executor.executions import Executions
 from wheel.executor.messages import ERROR_LIMIT_BYTES, Dispatch, Outcome, Report
-from wheel.executor.pools import PoolSlots
-from wheel.executor.runner import Execution, Stop
+from wheel.executor.routing import Router
 from wheel.executor.tasks import Handler, TaskRegistry
 from wheel.executor.threads import HandlerThreads
 from wheel.model.ids import ExecutionKey, JobId
@@ -27,21 +34,76 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
-def make_dispatch(*, start_in_s: float = 0.0, deadline_in_s: float = 30.0) -> Dispatch:
+def make_dispatch(
+    *, start_in_s: float = 0.0, deadline_in_s: float = 30.0, task: str = "t", fence: int = 3
+) -> Dispatch:
     job = JobId(uuid.uuid4())
     scheduled = now() + timedelta(seconds=start_in_s)
     return Dispatch(
         execution_id=ExecutionKey(job, scheduled).id,
         job_id=job,
-        task_type="t",
+        task_type=task,
         pool="default",
         payload=b"payload",
         attempt=1,
-        fence=3,
+        fence=fence,
         scheduled_for=scheduled,
         start_at=scheduled,
         deadline=now() + timedelta(seconds=deadline_in_s),
     )
+
+
+class Kept:
+    """The outbox, as a collaborator: what was reported, and an event per report."""
+
+    def __init__(self) -> None:
+        self.reports: list[Report] = []
+        self._by_key: dict[tuple[str, int], Report] = {}
+        self.changed = asyncio.Event()
+
+    def add(self, report: Report, origin: Stream | None) -> None:
+        self.reports.append(report)
+        self._by_key[report.key] = report
+        self.changed.set()
+
+    def acknowledge(self, execution_id: str, fence: int) -> bool:
+        return False
+
+    def __contains__(self, key: tuple[str, int]) -> bool:
+        return False
+
+    def stream_up(self, stream: Stream) -> None: ...
+    def stream_down(self, stream: Stream) -> None: ...
+
+    async def report_of(self, dispatch: Dispatch) -> Report:
+        async with asyncio.timeout(30):
+            while (report := self._by_key.get(dispatch.key)) is None:
+                self.changed.clear()
+                await self.changed.wait()
+            return report
+
+
+HOLD = 10_000
+
+
+class Harness:
+    def __init__(self, threads: HandlerThreads, concurrency: int, grace_s: float) -> None:
+        self.registry = TaskRegistry()
+        self.kept = Kept()
+        self.router = Router(owner_of=lambda _: None)
+        self.stream = Stream("n1", "n1", 60.0)
+        self.executions = Executions(
+            self.registry, {"default": concurrency}, threads=threads, router=self.router,
+            outbox=self.kept, hold=HOLD, cancel_grace_s=grace_s,  # type: ignore[arg-type]
+        )  # fmt: skip
+        self.executions.stream_up(self.stream)
+
+    def task(self, handler: Handler, name: str = "t") -> None:
+        self.registry.register(name, handler)
+
+    def send(self, dispatch: Dispatch) -> Dispatch:
+        self.executions.on_dispatch(self.stream, dispatch)
+        return dispatch
 
 
 @pytest.fixture
@@ -51,37 +113,25 @@ async def threads() -> AsyncIterator[HandlerThreads]:
     pool.shutdown()
 
 
-def execution(
-    handler: Handler,
-    threads: HandlerThreads,
-    dispatch: Dispatch | None = None,
-    *,
-    slots: PoolSlots | None = None,
-    heartbeat: Callable[[], None] = lambda: None,
-    cancel_grace_s: float = 2.0,
-) -> Execution:
-    registry = TaskRegistry()
-    task = registry.register("t", handler)
-    return Execution(
-        dispatch or make_dispatch(),
-        task,
-        slots=slots or PoolSlots(1),
-        threads=threads,
-        heartbeat=heartbeat,
-        cancel_grace_s=cancel_grace_s,
-    )
+@pytest.fixture
+def harness(threads: HandlerThreads) -> Callable[..., Harness]:
+    def make(concurrency: int = 1, grace_s: float = 2.0) -> Harness:
+        return Harness(threads, concurrency, grace_s)
+
+    return make
 
 
-async def test_the_handler_never_starts_before_start_at(threads: HandlerThreads) -> None:
+async def test_the_handler_never_starts_before_start_at(harness: Callable[..., Harness]) -> None:
+    h = harness()
     started: list[datetime] = []
 
     async def handler(ctx: TaskContext) -> None:
         started.append(now())
 
-    dispatch = make_dispatch(start_in_s=0.15)
-    running = execution(handler, threads, dispatch)
-    report = await running.run()
-    assert report is not None
+    h.task(handler)
+    dispatch = h.send(make_dispatch(start_in_s=0.15))
+    assert h.executions.phase(*dispatch.key) == "waiting", "held until its instant"
+    report = await h.kept.report_of(dispatch)
     assert report.outcome is Outcome.SUCCEEDED
     assert started[0] >= dispatch.start_at
     assert report.started_at is not None
@@ -89,15 +139,58 @@ async def test_the_handler_never_starts_before_start_at(threads: HandlerThreads)
     assert report.finished_at >= started[0]
 
 
-async def test_a_sync_handler_runs_on_a_worker_thread(threads: HandlerThreads) -> None:
+async def test_held_runs_start_at_their_instants_in_order_from_one_timer(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness(concurrency=100)
+    started: list[tuple[str, datetime]] = []
+
+    async def handler(ctx: TaskContext) -> None:
+        started.append((ctx.execution_id, now()))
+
+    h.task(handler)
+    offsets = [0.3, 0.1, 0.2, 0.1, 0.25]
+    sent = [h.send(make_dispatch(start_in_s=s)) for s in offsets]
+    for dispatch in sent:
+        await h.kept.report_of(dispatch)
+    by_id = {d.execution_id: d for d in sent}
+    assert all(at >= by_id[ident].start_at for ident, at in started), "never early"
+    order = [by_id[ident].start_at for ident, _ in started]
+    assert order == sorted(order), "in start_at order"
+
+
+async def test_a_full_pool_starts_what_waits_earliest_start_first(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness(concurrency=1)
+    release = asyncio.Event()
+    order: list[str] = []
+
+    async def handler(ctx: TaskContext) -> None:
+        order.append(ctx.execution_id)
+        await release.wait()
+
+    h.task(handler)
+    first = h.send(make_dispatch())
+    later = h.send(make_dispatch(start_in_s=-1))
+    earlier = h.send(make_dispatch(start_in_s=-2))
+    assert h.executions.phases() == {"running": 1, "waiting": 2}
+    release.set()
+    for dispatch in (first, earlier, later):
+        assert (await h.kept.report_of(dispatch)).outcome is Outcome.SUCCEEDED
+    assert order == [first.execution_id, earlier.execution_id, later.execution_id]
+
+
+async def test_a_sync_handler_runs_on_a_worker_thread(harness: Callable[..., Harness]) -> None:
+    h = harness()
     seen: list[tuple[str, bytes, int]] = []
 
     def handler(ctx: TaskContext) -> str:
         seen.append((threading.current_thread().name, ctx.payload, ctx.fence))
         return "ignored"
 
-    report = await execution(handler, threads).run()
-    assert report is not None
+    h.task(handler)
+    report = await h.kept.report_of(h.send(make_dispatch()))
     assert (report.outcome, report.error, report.fence) == (Outcome.SUCCEEDED, "", 3)
     [(thread, payload, fence)] = seen
     assert thread != threading.current_thread().name
@@ -105,7 +198,10 @@ async def test_a_sync_handler_runs_on_a_worker_thread(threads: HandlerThreads) -
     assert (payload, fence) == (b"payload", 3)
 
 
-async def test_an_async_handler_past_its_deadline_is_cancelled(threads: HandlerThreads) -> None:
+async def test_an_async_handler_past_its_deadline_is_cancelled(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness()
     cancelled = asyncio.Event()
 
     async def handler(ctx: TaskContext) -> None:
@@ -115,66 +211,106 @@ async def test_an_async_handler_past_its_deadline_is_cancelled(threads: HandlerT
             cancelled.set()
             raise
 
-    report = await execution(handler, threads, make_dispatch(deadline_in_s=0.1)).run()
-    assert report is not None
+    h.task(handler)
+    report = await h.kept.report_of(h.send(make_dispatch(deadline_in_s=0.1)))
     assert report.outcome is Outcome.FAILED
     assert report.error.startswith("timeout: ")
     assert cancelled.is_set()
 
 
-async def test_a_sync_handler_past_its_deadline_sees_cancel_event(threads: HandlerThreads) -> None:
-    def handler(ctx: TaskContext) -> bool:
-        return ctx.cancel_event.wait(30)
+async def test_a_sync_handler_past_its_deadline_sees_cancel_event(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness()
+    saw: list[bool] = []
 
-    running = execution(handler, threads, make_dispatch(deadline_in_s=0.1))
-    report = await running.run()
-    assert report is not None
+    def handler(ctx: TaskContext) -> None:
+        saw.append(ctx.cancel_event.wait(30))
+
+    h.task(handler)
+    report = await h.kept.report_of(h.send(make_dispatch(deadline_in_s=0.1)))
     assert (report.outcome, report.error[:8]) == (Outcome.FAILED, "timeout:")
-    assert running.context.cancelled
+    assert saw == [True]
 
 
-async def test_an_exception_fails_with_type_message_and_traceback(threads: HandlerThreads) -> None:
+async def test_an_exception_fails_with_type_message_and_traceback(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness()
+
     def failing_handler(ctx: TaskContext) -> None:
         raise PayloadError("bad payload " + "x" * 10_000)
 
-    report = await execution(failing_handler, threads).run()
-    assert report is not None
+    h.task(failing_handler)
+    report = await h.kept.report_of(h.send(make_dispatch()))
     assert report.outcome is Outcome.FAILED
     assert report.error.startswith(f"{__name__}.PayloadError: bad payload xxx")
     assert "failing_handler" in report.error
     assert len(report.error.encode()) <= ERROR_LIMIT_BYTES
 
 
-async def test_stopped_while_waiting(threads: HandlerThreads) -> None:
+async def test_stopped_while_waiting_for_its_instant_or_a_slot(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness(concurrency=1)
+    release = asyncio.Event()
     calls: list[str] = []
-    slots = PoolSlots(1)
-    await slots.acquire(now())  # the pool is busy: both wait for a slot
-    draining = execution(lambda ctx: calls.append("draining"), threads, slots=slots)
-    cancelled = execution(lambda ctx: calls.append("cancelled"), threads, slots=slots)
-    runs = [asyncio.create_task(draining.run()), asyncio.create_task(cancelled.run())]
-    for _ in range(10):  # a few loop turns: run() -> its turn task -> acquire()
-        await asyncio.sleep(0)
-    assert (draining.phase, slots.waiting) == ("waiting", 2)
-    draining.stop(Stop("shutdown"))
-    cancelled.stop(Stop("cancelled", "operator"))
-    not_started, failed = await asyncio.gather(*runs)
-    assert isinstance(not_started, Report)
-    assert isinstance(failed, Report)
+
+    async def busy(ctx: TaskContext) -> None:
+        await release.wait()
+
+    def record(ctx: TaskContext) -> None:
+        calls.append(ctx.execution_id)
+
+    h.task(busy, "busy")
+    h.task(record)
+    running = h.send(make_dispatch(task="busy"))
+    waiting_slot = h.send(make_dispatch())
+    held = h.send(make_dispatch(start_in_s=60))
+    h.executions.on_cancel(*held.key, "operator")
+    drained = asyncio.create_task(h.executions.drain(timeout_s=30))
+    not_started = await h.kept.report_of(waiting_slot)
     assert (not_started.outcome, not_started.error) == (
         Outcome.NOT_STARTED,
         "executor shutting down",
     )
+    failed = await h.kept.report_of(held)
     assert (failed.outcome, failed.error, failed.started_at) == (
         Outcome.FAILED,
         "cancelled: operator",
         None,
     )
+    release.set()
+    await drained
+    assert (await h.kept.report_of(running)).outcome is Outcome.SUCCEEDED
     assert calls == []
-    slots.release()
-    assert slots.free == 1, "stopped waiters hold no slot"
+    assert len(h.executions) == 0
 
 
-async def test_a_stale_execution_is_cancelled_and_reports_nothing(threads: HandlerThreads) -> None:
+async def test_a_deadline_that_passes_while_waiting_for_a_slot_is_not_started(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness(concurrency=1)
+    release = asyncio.Event()
+
+    async def busy(ctx: TaskContext) -> None:
+        await release.wait()
+
+    h.task(busy)
+    first = h.send(make_dispatch(deadline_in_s=30))
+    late = h.send(make_dispatch(deadline_in_s=0.05))
+    await asyncio.sleep(0.1)  # the fault: its deadline passes while the slot is taken
+    release.set()
+    report = await h.kept.report_of(late)
+    assert (report.outcome, report.started_at) == (Outcome.NOT_STARTED, None)
+    assert report.error.startswith("timeout: ")
+    assert (await h.kept.report_of(first)).outcome is Outcome.SUCCEEDED
+
+
+async def test_a_stale_run_is_cancelled_and_reports_nothing(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness()
     started, cancelled = asyncio.Event(), asyncio.Event()
 
     async def handler(ctx: TaskContext) -> None:
@@ -185,17 +321,23 @@ async def test_a_stale_execution_is_cancelled_and_reports_nothing(threads: Handl
             cancelled.set()
             raise
 
-    running = execution(handler, threads)
-    result = asyncio.create_task(running.run())
+    h.task(handler)
+    dispatch = h.send(make_dispatch())
     await asyncio.wait_for(started.wait(), 10)
-    running.stop(Stop("stale"))
-    assert await result is None
-    assert cancelled.is_set()
+    h.executions.on_stale_fence(*dispatch.key, 9)
+    await asyncio.wait_for(cancelled.wait(), 10)
+    while True:
+        if h.executions.phase(*dispatch.key) is None:
+            break
+        await asyncio.sleep(0)  # the done callback runs on the next loop turn
+    assert h.kept.reports == []
+    assert h.stream.credit["default"] == 1 + HOLD, "its credit is back"
 
 
 async def test_a_handler_ignoring_cancellation_is_abandoned_after_the_grace(
-    threads: HandlerThreads,
+    harness: Callable[..., Harness],
 ) -> None:
+    h = harness(grace_s=0.05)
     release = threading.Event()
     entered = threading.Event()
 
@@ -203,33 +345,66 @@ async def test_a_handler_ignoring_cancellation_is_abandoned_after_the_grace(
         entered.set()
         release.wait(30)
 
-    running = execution(stubborn, threads, cancel_grace_s=0.05)
-    result = asyncio.create_task(running.run())
+    h.task(stubborn)
+    dispatch = h.send(make_dispatch())
     await asyncio.to_thread(entered.wait, 30)
-    running.stop(Stop("cancelled", "enough"))
-    report = await asyncio.wait_for(result, 10)
-    assert report is not None
+    h.executions.on_cancel(*dispatch.key, "enough")
+    report = await h.kept.report_of(dispatch)
     assert (report.outcome, report.error) == (Outcome.FAILED, "cancelled: enough")
     assert not release.is_set(), "reported while the thread still runs"
     release.set()
 
 
-async def test_heartbeat_from_a_handler_thread_reaches_the_loop(threads: HandlerThreads) -> None:
-    loop_thread = threading.current_thread()
-    beats: list[threading.Thread] = []
-    beat = asyncio.Event()
-
-    def on_beat() -> None:
-        beats.append(threading.current_thread())
-        beat.set()
+async def test_a_heartbeat_from_a_handler_thread_reaches_the_loop(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness()
+    asked = threading.Event()
 
     def handler(ctx: TaskContext) -> None:
         ctx.heartbeat()
+        asked.set()
         ctx.cancel_event.wait(30)
 
-    running = execution(handler, threads, heartbeat=on_beat)
-    result = asyncio.create_task(running.run())
-    await asyncio.wait_for(beat.wait(), 10)
-    assert beats == [loop_thread]
-    running.stop(Stop("cancelled", "done"))
-    await result
+    h.task(handler)
+    dispatch = h.send(make_dispatch())
+    await asyncio.to_thread(asked.wait, 30)
+    async with asyncio.timeout(10):
+        while True:
+            sent = h.stream.drain_outgoing()
+            if any(m is not None and m.WhichOneof("body") == "heartbeat" for m in sent):
+                break
+            await asyncio.sleep(0.01)  # the loop sends it on its next turns
+    assert h.executions.heartbeats_for(h.stream) == [dispatch.key]
+    h.executions.on_cancel(*dispatch.key, "done")
+    await h.kept.report_of(dispatch)
+
+
+async def test_runs_held_until_their_instant_are_not_heartbeated(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness()
+    h.task(lambda ctx: None)
+    held = h.send(make_dispatch(start_in_s=60))
+    assert h.executions.phase(*held.key) == "waiting"
+    assert h.executions.heartbeats_for(h.stream) == [], "its lease outlasts the wait"
+    h.executions.on_stale_fence(*held.key, 9)
+    assert len(h.executions) == 0
+
+
+async def test_a_spike_of_held_runs_all_start_and_report(harness: Callable[..., Harness]) -> None:
+    h = harness(concurrency=64)
+
+    async def noop(ctx: TaskContext) -> None:
+        return None
+
+    h.task(noop)
+    at = now() + timedelta(seconds=1)  # midnight: all due at one instant
+    sent = [h.send(dataclasses.replace(make_dispatch(), start_at=at)) for _ in range(5000)]
+    assert h.executions.phases() == {"waiting": 5000}
+    for dispatch in sent:
+        report = await h.kept.report_of(dispatch)
+        assert report.outcome is Outcome.SUCCEEDED
+        assert report.started_at is not None
+        assert report.started_at >= dispatch.start_at
+    assert len(h.executions) == 0

@@ -9,7 +9,7 @@ import pytest
 from wheel.errors import ConfigError
 from wheel.model.ids import PartitionId
 from wheel.scheduler.config import SchedulerConfig
-from wheel.scheduler.loader import parse_notification
+from wheel.store.notifications import merge, parse_notification
 
 
 def config(**overrides: object) -> SchedulerConfig:
@@ -55,3 +55,23 @@ def test_notification_payloads() -> None:
     assert parse_notification("6:0").created_at is None, "a resume or retry: no created filter"
     assert parse_notification("*").earliest is None
     assert parse_notification("garbage").earliest is None
+
+
+def test_a_burst_of_notifications_is_handled_as_one() -> None:
+    ms = 1_800_000_000_000
+    merged = merge(
+        [
+            parse_notification(f"{ms}|3:{ms + 500}"),
+            parse_notification(f"{ms - 20}|3:{ms + 100},4:{ms + 900}"),
+            parse_notification(f"{ms + 5}|4:{ms + 700}"),
+        ]
+    )
+    assert merged.earliest is not None
+    assert {p: int(t.timestamp() * 1000) for p, t in merged.earliest.items()} == {
+        3: ms + 100,
+        4: ms + 700,
+    }, "each partition from its earliest instant"
+    assert merged.created_at is not None
+    assert int(merged.created_at.timestamp() * 1000) == ms - 20, "from the oldest creation"
+    assert merge([parse_notification(f"{ms}|3:{ms}"), parse_notification("6:0")]).created_at is None
+    assert merge([parse_notification(f"{ms}|3:{ms}"), parse_notification("*")]).earliest is None

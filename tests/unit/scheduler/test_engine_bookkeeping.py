@@ -164,3 +164,15 @@ async def test_a_waiting_run_blocked_again_keeps_its_place_at_the_front() -> Non
         e.ready.take("default", 10, lambda tenant: 10)
         assert e._queue_behind(head)
     assert [r.key for r in e.blocked[JobId(job)]] == [r.key for r in runs[1:]]
+
+
+def test_an_unresponsive_executor_gets_nothing_until_it_speaks() -> None:
+    links = Links()
+    frozen = links.connect(hello("frozen"), TOKEN)
+    alive = links.connect(hello("alive", instance_id="i2"), TOKEN)
+    for link in (frozen, alive):
+        links.grant(link, "default", 10)
+    frozen.unresponsive = True  # a lease it held lapsed
+    assert {links.take("default", "report") for _ in range(4)} == {alive}
+    links.heard(frozen)
+    assert frozen in {links.take("default", "report") for _ in range(4)}

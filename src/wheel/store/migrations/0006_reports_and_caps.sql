@@ -14,7 +14,14 @@
 -- counts its dispatched and running runs, raised by the claim (which leaves
 -- the runs beyond the cap 'capped', still pending) and lowered by every
 -- recorded attempt, in the same statements that change the runs.
+--
+-- The catch-up reads only what became pending since its last pass
+-- (executions.pending_since; before, it re-read the whole overdue backlog every
+-- few seconds).
 ALTER TABLE executions ADD COLUMN executor_instance text;
+ALTER TABLE executions ADD COLUMN pending_since timestamptz NOT NULL DEFAULT now();
+CREATE INDEX executions_pending_since ON executions (pending_since)
+    WHERE status = 'pending' AND pending_since IS NOT NULL;
 ALTER TABLE tenants ADD COLUMN in_flight integer NOT NULL DEFAULT 0 CHECK (in_flight >= 0);
 UPDATE tenants t
 SET in_flight = (SELECT count(*) FROM executions e
@@ -55,7 +62,9 @@ AS $$
                CASE
                    WHEN e.fire_at > clock_timestamp() + make_interval(secs => p_ahead_s)
                        THEN 'early'
-                   WHEN j.overlap <> 'allow' AND EXISTS (
+                   WHEN j.overlap <> 'allow'
+                        AND NOT (j.schedule_kind <> 'cron' AND e.trigger = 'schedule')
+                        AND EXISTS (
                        SELECT 1 FROM executions o
                        WHERE o.job_id = e.job_id AND o.status IN ('dispatched', 'running'))
                        THEN CASE WHEN j.overlap = 'skip' AND e.trigger = 'schedule'
@@ -246,6 +255,8 @@ AS $$
             executor_id = d.executor_id,
             started_at = d.started_at,
             finished_at = CASE WHEN d.next_status = 'pending' THEN NULL ELSE d.finished_at END,
+            pending_since = CASE WHEN d.next_status = 'pending' THEN clock_timestamp()
+                                 ELSE e.pending_since END,
             error = d.error,
             reason = CASE WHEN d.next_status = 'cancelled' THEN 'job deleted' ELSE e.reason END
         FROM decided d
@@ -340,4 +351,43 @@ AS $$
         RETURNING 1
     )
     SELECT count(*) FROM skipped
+$$;
+
+-- A one-off's scheduled run is 'allow' to the loader (it can overlap nothing) and
+-- needs no overlap probe in the claim.
+CREATE OR REPLACE FUNCTION wheel_load_due(
+    p_partitions integer[], p_before timestamptz, p_after_fire_at timestamptz,
+    p_after_job_id uuid, p_after_scheduled_for timestamptz, p_limit integer,
+    p_created_after timestamptz
+) RETURNS TABLE (
+    job_id uuid, scheduled_for timestamptz, partition integer, fire_at timestamptz,
+    priority integer, job_version bigint, tenant_id uuid, pool text, task_type text,
+    overlap text
+) LANGUAGE sql STABLE
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+AS $$
+    SELECT e.job_id, e.scheduled_for, e.partition, e.fire_at, e.priority, e.job_version,
+           e.tenant_id, j.pool, j.task_type,
+           -- A manual or backfilled run, or a retry, is never skipped by the overlap
+           -- policy: it waits. A one-off's scheduled run has no other run to overlap
+           -- ('allow': it may be claimed ahead).
+           CASE WHEN (e.trigger <> 'schedule' OR e.attempt > 0) AND j.overlap <> 'allow'
+                THEN 'wait'
+                WHEN j.schedule_kind <> 'cron' THEN 'allow'
+                ELSE j.overlap END
+    FROM executions e
+    CROSS JOIN LATERAL (
+        SELECT j.pool, j.task_type, j.overlap, j.schedule_kind
+        FROM jobs j
+        WHERE j.id = e.job_id AND j.status = 'active'
+        LIMIT 1
+    ) j
+    WHERE e.partition = ANY(p_partitions)
+      AND e.status = 'pending'
+      AND e.fire_at < p_before
+      AND (e.fire_at, e.job_id, e.scheduled_for)
+          > (p_after_fire_at, p_after_job_id, p_after_scheduled_for)
+      AND (p_created_after IS NULL OR e.created_at >= p_created_after)
+    ORDER BY e.fire_at, e.job_id, e.scheduled_for
+    LIMIT p_limit
 $$;

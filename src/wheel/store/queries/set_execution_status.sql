@@ -4,6 +4,7 @@ UPDATE executions
 SET status = %(status)s::wheel_execution_status,
     reason = %(reason)s,
     fire_at = CASE WHEN %(status)s = 'pending' THEN now() ELSE fire_at END,
+    pending_since = CASE WHEN %(status)s = 'pending' THEN now() ELSE pending_since END,
     finished_at = CASE WHEN %(status)s = 'pending' THEN NULL ELSE now() END
 WHERE job_id = %(job_id)s AND scheduled_for = %(scheduled_for)s
   AND tenant_id = %(tenant_id)s
