@@ -18,6 +18,7 @@ buffered result; `ResultAccepted` drops a buffered result;
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import heapq
 import itertools
@@ -210,10 +211,8 @@ class Executions:
             if run.phase in ("held", "ready"):
                 self._stop(run, Stop("shutdown"))
         if self._runs:
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._idle.wait(), timeout_s)
-            except TimeoutError:
-                pass
         for run in list(self._runs.values()):
             self._stop(run, Stop("shutdown"))
         if self._runs:

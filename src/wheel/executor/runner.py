@@ -100,7 +100,7 @@ class Run:
         if stop.kind == "stale":
             return None
         if self.started_at is None and stop.kind in ("shutdown", "timeout"):
-            error = SHUTDOWN_ERROR if stop.kind == "shutdown" else stop.error(self.dispatch.deadline)
+            error = stop.error(self.dispatch.deadline)
             return self.report(Outcome.NOT_STARTED, error, finished_at)
         return self.report(Outcome.FAILED, stop.error(self.dispatch.deadline), finished_at)
 
