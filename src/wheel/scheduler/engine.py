@@ -453,6 +453,7 @@ class Engine:
                 lease_s=config.lease_s,
                 ahead_s=max(config.lead_ms, config.prefetch_ms) / 1000 + 1.0,
                 executors=[link.binding for _, link in batch],
+                tenant_ids={item.tenant for item, _ in batch},
             )
         except WheelError as exc:
             log.warning("engine.claim_failed", extra={"size": len(batch), "error": str(exc)})

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, LiteralString
@@ -240,6 +240,7 @@ class Occurrences:
         lease_s: float,
         ahead_s: float,
         executors: Sequence[ExecutorBinding] | None = None,
+        tenant_ids: Collection[TenantId] | None = None,
     ) -> ClaimOutcome:
         """Claim like `claim`, and say why the keys it saw but did not claim were left.
 
@@ -247,7 +248,8 @@ class Occurrences:
         comes back EARLY with its fire_at. A job whose overlap policy is not
         'allow' and that has a run leased gets SKIPPED (recorded) or BLOCKED.
         `executors[i]` is who `keys[i]` is handed to: its reports are the only
-        ones accepted for the run (None: no executor's report is).
+        ones accepted for the run (None: no executor's report is). `tenant_ids`,
+        the keys' tenants (looked up when not given), are locked for the cap.
         """
         if not keys:
             return ClaimOutcome([], [])
@@ -262,6 +264,7 @@ class Occurrences:
                 "epochs": [epochs[p] for p in sorted(epochs)],
                 "job_ids": [k.job_id for k in keys],
                 "scheduled_fors": [k.scheduled_for for k in keys],
+                "tenant_ids": sorted(set(tenant_ids)) if tenant_ids is not None else None,
                 "executor_ids": [e.executor_id for e in executors],
                 "instances": [e.instance for e in executors],
                 "lease_s": lease_s,

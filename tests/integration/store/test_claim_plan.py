@@ -17,7 +17,7 @@ import psycopg
 import pytest
 
 from wheel.model.executions import AttemptResult, Outcome
-from wheel.model.ids import ExecutionKey, JobId, PartitionId
+from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId
 from wheel.store import Store
 from wheel.store.queries import sql
 
@@ -75,7 +75,7 @@ def counted(
 
 
 @pytest.fixture
-async def crowded(store: Store, database_dsn: str) -> tuple[str, list[ExecutionKey]]:
+async def crowded(store: Store, database_dsn: str) -> tuple[str, list[ExecutionKey], TenantId]:
     """100,000 pending runs over four days in 256 partitions, every partition owned."""
     owner = await store.tenants.create("crowded", max_in_flight=1_000_000)
     start = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -94,13 +94,13 @@ async def crowded(store: Store, database_dsn: str) -> tuple[str, list[ExecutionK
         ).fetchall()
     epochs = {PartitionId(p): 7 for p in range(PARTITIONS)}
     assert len(await store.occurrences.set_epochs(epochs, node_id="node-a")) == PARTITIONS
-    return database_dsn, [ExecutionKey(JobId(job), at) for job, at in rows]
+    return database_dsn, [ExecutionKey(JobId(job), at) for job, at in rows], owner.id
 
 
 async def test_a_claim_and_a_record_probe_each_key_a_few_times_not_per_partition(
-    crowded: tuple[str, list[ExecutionKey]],
+    crowded: tuple[str, list[ExecutionKey], TenantId],
 ) -> None:
-    dsn, keys = crowded
+    dsn, keys, tenant = crowded
     days = {k.scheduled_for.date() for k in keys}
     assert len(days) == DAYS, "the keys span every day partition"
     claim = {
@@ -108,6 +108,7 @@ async def test_a_claim_and_a_record_probe_each_key_a_few_times_not_per_partition
         "epochs": [7] * PARTITIONS,
         "job_ids": [k.job_id for k in keys],
         "scheduled_fors": [k.scheduled_for for k in keys],
+        "tenant_ids": [tenant],  # the node knows the keys' tenants
         "executor_ids": ["ex"] * BATCH,
         "instances": ["i"] * BATCH,
         "lease_s": 30.0,

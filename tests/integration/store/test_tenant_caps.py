@@ -81,3 +81,34 @@ async def test_a_reaped_lease_gives_its_room_back(store: Store) -> None:
     assert await in_flight(store, owner) == 0
     later = await store.occurrences.claim_batch([second], epochs, lease_s=LEASE_S, ahead_s=AHEAD_S)
     assert [c.key for c in later.claimed] == [second]
+
+
+async def test_claims_and_records_of_one_tenant_racing_keep_the_count_true(
+    store: Store, database_dsn: str
+) -> None:
+    """Two nodes claiming and recording for one tenant at once, many rounds. Locking the
+    tenant's row inside the claim's own statement crashed Postgres 18.6 here (a recheck
+    of the lock against a CTE); and whatever interleaves, the count stays the truth."""
+    owner = await store.tenants.create("busy", max_in_flight=300)
+    keys = await pending(store, owner, 600)
+    epochs = {PartitionId(4): 1}
+    await store.occurrences.set_epochs(epochs, node_id="node-a")
+    second = await Store.open(database_dsn, min_size=1, max_size=2)
+
+    async def node(s: Store, mine: list[ExecutionKey]) -> int:
+        done = 0
+        for first in range(0, len(mine), 50):
+            outcome = await s.occurrences.claim_batch(
+                mine[first : first + 50], epochs, lease_s=LEASE_S, ahead_s=AHEAD_S,
+                tenant_ids={owner.id},
+            )  # fmt: skip
+            results = [AttemptResult(c.key, c.fence, Outcome.SUCCEEDED) for c in outcome.claimed]
+            done += len((await s.occurrences.record_results(results)).recorded)
+        return done
+
+    try:
+        finished = await asyncio.gather(node(store, keys[::2]), node(second, keys[1::2]))
+    finally:
+        await second.close()
+    assert sum(finished) == len(keys), "every run claimed once and recorded"
+    assert await in_flight(store, owner) == 0

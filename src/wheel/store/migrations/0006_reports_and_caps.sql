@@ -35,7 +35,8 @@ DROP FUNCTION wheel_claim(integer[], bigint[], uuid[], timestamptz[], float8, fl
 
 CREATE FUNCTION wheel_claim(
     p_partitions integer[], p_epochs bigint[], p_job_ids uuid[], p_scheduled_fors timestamptz[],
-    p_executor_ids text[], p_instances text[], p_lease_s float8, p_ahead_s float8
+    p_tenant_ids uuid[], p_executor_ids text[], p_instances text[], p_lease_s float8,
+    p_ahead_s float8
 ) RETURNS TABLE (
     state text, job_id uuid, scheduled_for timestamptz, tenant_id uuid, partition integer,
     fence bigint, attempt integer, lease_until timestamptz, job_version bigint, task_type text,
@@ -43,6 +44,20 @@ CREATE FUNCTION wheel_claim(
 ) LANGUAGE sql VOLATILE
 SET enable_hashjoin = off SET enable_mergejoin = off
 AS $$
+    -- The tenants' rows first, in id order (claims never deadlock), in a statement of
+    -- their own: the cap below then reads what was last committed, and nobody moves
+    -- it until this claim commits. (Locked inside the statement below instead, a
+    -- recheck of the lock against the CTE it reads crashed Postgres 18.6.) Without
+    -- p_tenant_ids, the keys' tenants are looked up.
+    SELECT t.id
+    FROM tenants t
+    WHERE t.id = ANY(coalesce(p_tenant_ids, ARRAY(
+        SELECT DISTINCT e.tenant_id
+        FROM unnest(p_job_ids, p_scheduled_fors) AS w (job_id, scheduled_for)
+        JOIN executions e ON e.job_id = w.job_id AND e.scheduled_for = w.scheduled_for)))
+    ORDER BY t.id
+    FOR UPDATE OF t;
+
     WITH owned AS (
         -- The partitions whose epoch is still the caller's, as one array: each key's
         -- check is then a scan of a small array, not a join.
@@ -62,9 +77,7 @@ AS $$
                CASE
                    WHEN e.fire_at > clock_timestamp() + make_interval(secs => p_ahead_s)
                        THEN 'early'
-                   WHEN j.overlap <> 'allow'
-                        AND NOT (j.schedule_kind <> 'cron' AND e.trigger = 'schedule')
-                        AND EXISTS (
+                   WHEN j.overlap <> 'allow' AND EXISTS (
                        SELECT 1 FROM executions o
                        WHERE o.job_id = e.job_id AND o.status IN ('dispatched', 'running'))
                        THEN CASE WHEN j.overlap = 'skip' AND e.trigger = 'schedule'
@@ -102,14 +115,11 @@ AS $$
                    AS nth
         FROM picked p
     ), room AS (
-        -- The tenant's in-flight cap holds across the cluster: its row is locked (in
-        -- id order, so claims never deadlock) and read as last committed, and the
-        -- runs beyond its room are left 'capped'.
+        -- The tenant's in-flight cap holds across the cluster (its row locked above):
+        -- the runs beyond its room are left 'capped'.
         SELECT t.id, t.max_in_flight - t.in_flight AS free
         FROM tenants t
         WHERE t.id IN (SELECT r.tenant_id FROM ranked r WHERE r.state = 'claimed')
-        ORDER BY t.id
-        FOR UPDATE OF t
     ), decided AS (
         SELECT r.job_id, r.scheduled_for, r.fire_at, r.executor_id, r.instance,
                CASE WHEN r.state = 'claimed'
