@@ -78,7 +78,9 @@ def results(dsn: str, since: datetime) -> dict[str, float]:
                    percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM e.started_at - e.scheduled_for)),
                    percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM e.started_at - e.scheduled_for)),
                    max(extract(epoch FROM e.started_at - e.scheduled_for)),
-                   extract(epoch FROM max(e.started_at) - min(e.scheduled_for))
+                   extract(epoch FROM max(e.started_at) - min(e.scheduled_for)),
+                   percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM e.scheduled_for - e.dispatched_at)),
+                   min(extract(epoch FROM e.scheduled_for - e.dispatched_at))
             FROM executions e WHERE e.scheduled_for >= %s
             """,  # noqa: E501
             (since,),
@@ -90,11 +92,13 @@ def results(dsn: str, since: datetime) -> dict[str, float]:
         ).fetchone()
     assert row is not None
     assert runs is not None
-    succeeded, other, p50, p99, worst, span = row
+    succeeded, other, p50, p99, worst, span, ahead_p50, ahead_min = row
     return {
         "succeeded": succeeded, "lost": other, "duplicates": runs[0],
         "p50_ms": (p50 or 0) * 1000, "p99_ms": (p99 or 0) * 1000, "max_ms": (worst or 0) * 1000,
         "span_s": span or 0.0,
+        "claimed_ahead_p50_ms": float(ahead_p50 or 0) * 1000,
+        "claimed_ahead_min_ms": float(ahead_min or 0) * 1000,
     }  # fmt: skip
 
 

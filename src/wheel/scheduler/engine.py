@@ -91,9 +91,16 @@ class EngineStats:
     not_started: int = 0
     claim_batches: int = 0
     record_batches: int = 0
-    refused: Counter[str] = field(default_factory=Counter)
+    claim_s: float = 0.0
+    """Time spent in claim statements (wall, summed over concurrent ones)."""
+    record_s: float = 0.0
+    """Time spent in record statements (wall, summed)."""
+    refused: dict[str, int] = field(default_factory=dict)
     """Reports refused, by kind and reason: `result.not_yours`, `result.stale`,
-    `heartbeat.refused`."""
+    `heartbeat.refused` (a plain dict: `dataclasses.asdict` mangles a Counter)."""
+
+    def count_refused(self, what: str, count: int = 1) -> None:
+        self.refused[what] = self.refused.get(what, 0) + count
 
 
 class Engine:
@@ -470,6 +477,7 @@ class Engine:
             self._claims_running -= 1
             self._wake.set()
         self.stats.claim_batches += 1
+        self.stats.claim_s += time.perf_counter() - began
         if self.metrics is not None:
             self.metrics.claim_seconds.observe(time.perf_counter() - began)
             self.metrics.claim_size.observe(len(batch))
@@ -628,7 +636,7 @@ class Engine:
         self, link: Link, kind: str, execution_id: str, fence: int, *, not_yours: bool
     ) -> None:
         reason = "not_yours" if not_yours else "stale"
-        self.stats.refused[f"{kind}.{reason}"] += 1
+        self.stats.count_refused(f"{kind}.{reason}")
         if self.metrics is not None:
             self.metrics.refused.labels(kind, reason).inc()
         if reason == "not_yours":
@@ -658,6 +666,7 @@ class Engine:
         began = time.perf_counter()
         outcome = await self._store.occurrences.record_results([r for _, r in first.values()])
         self.stats.record_batches += 1
+        self.stats.record_s += time.perf_counter() - began
         if self.metrics is not None:
             self.metrics.record_seconds.observe(time.perf_counter() - began)
             self.metrics.record_size.observe(len(first))
@@ -750,7 +759,7 @@ class Engine:
                 if entry is not None and (item.key, item.fence) not in refused_set:
                     entry.expires = expires
             if refused:
-                self.stats.refused["heartbeat.refused"] += len(refused)
+                self.stats.count_refused("heartbeat.refused", len(refused))
                 if self.metrics is not None:
                     self.metrics.refused.labels("heartbeat", "refused").inc(len(refused))
             if refused:

@@ -13,8 +13,11 @@
   (`wheel.store.notifications`).
 - The catch-up scan, the safety net for a lost notification or a retry
   another node recorded: what became pending since its last pass (minus a
-  slack for late commits), due within the loaded window, released at a
-  bounded rate. It reads by `pending_since`, never the whole backlog.
+  slack for late commits), released at a bounded rate. It reads by
+  `pending_since`, never the whole backlog. Most passes read only what is
+  claimable now (a spike just made is not re-read every pass); every slack
+  period, and on each (re)connect of the listener, a pass reads up to the
+  loaded window's end.
 """
 
 from __future__ import annotations
@@ -36,9 +39,10 @@ log = logging.getLogger(__name__)
 
 _PAGE = 10_000
 _EPSILON = timedelta(milliseconds=1)
-_CATCH_UP_SLACK = timedelta(minutes=2)
+_CATCH_UP_SLACK = timedelta(seconds=30)
 """The catch-up re-reads this much before its last pass: a row made pending by a
-transaction that committed late, or stamped by a database clock slightly behind ours."""
+transaction that committed late (pending_since is its statement's or transaction's
+start), or stamped by a database clock slightly behind ours."""
 # The smallest key: a cursor (instant, this) starts exactly at the instant.
 _SMALLEST_KEY = ExecutionKey(JobId(uuid.UUID(int=0)), datetime(1970, 1, 1, tzinfo=UTC))
 
@@ -54,7 +58,11 @@ class Loader:
         self._loading_to: datetime | None = None
         self.listening = asyncio.Event()
         self._caught_up_from = datetime.now(UTC) - _CATCH_UP_SLACK
-        """The next catch-up reads what became pending since this."""
+        """The next near catch-up reads what became pending since this."""
+        self._full_from = self._caught_up_from
+        """The next full catch-up (up to the window's end) reads what became pending since this."""
+        self._full_at = datetime.now(UTC)
+        """When the last full catch-up started."""
 
     def _bound(self) -> datetime:
         """How far a notified or new partition must be loaded to join the window."""
@@ -105,10 +113,14 @@ class Loader:
             log.info("loader.misfire_skipped", extra={"partition": partition, "skipped": skipped})
         return await self._load([partition], self._bound(), spread=True)
 
-    async def catch_up(self) -> int:
+    async def catch_up(self, *, full: bool = False) -> int:
         """Pending occurrences not in the wheel (a notification was lost, or another node
-        recorded a retry of ours): whatever became pending since the last pass, due
-        before the loaded window's end. Reads a few recent rows, not the backlog.
+        recorded a retry of ours): whatever became pending since the last pass.
+
+        A near pass reads what is claimable now; what fires later is in the wheel by its
+        notification, or read by the next full pass, which reaches the loaded window's end
+        (forced by `full`, otherwise one every slack period). Either re-reads the slack
+        before its last pass, so a row is read a few times at most, not every pass.
 
         No misfire rule here: overdue rows of owned partitions are mostly ones
         this node holds, waiting for credit, a breaker or an overlap; late, not
@@ -118,13 +130,23 @@ class Loader:
         if not owned:
             return 0
         started = datetime.now(UTC)
-        since = self._caught_up_from
-        rows = await self._store.occurrences.load_requeued(list(owned), since, self._bound())
+        full = full or started - self._full_at >= _CATCH_UP_SLACK
+        if full:
+            since, before = self._full_from, self._bound()
+        else:
+            since = self._caught_up_from
+            before = started + timedelta(milliseconds=self._config.prefetch_ms)
+        rows = await self._store.occurrences.load_requeued(list(owned), since, before)
         self._caught_up_from = started - _CATCH_UP_SLACK
+        if full:
+            self._full_from, self._full_at = self._caught_up_from, started
         added = self._add(rows, spread=True)
         if added:
-            log.info("loader.caught_up", extra={"added": added, "read": len(rows)})
+            log.info("loader.caught_up", extra={"added": added, "read": len(rows), "full": full})
         return added
+
+    async def _caught_up_fully(self) -> int:
+        return await self.catch_up(full=True)
 
     async def notified(self, notification: Notification) -> int:
         """Load what a (merged) notification names: its partitions from their earliest
@@ -151,5 +173,5 @@ class Loader:
     async def listen(self) -> None:
         """Follow `wheel_due` notifications in batches for as long as the node runs."""
         await notifications.listen(
-            self._dsn, self.notified, connected=self.catch_up, listening=self.listening
+            self._dsn, self.notified, connected=self._caught_up_fully, listening=self.listening
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -176,3 +178,14 @@ def test_an_unresponsive_executor_gets_nothing_until_it_speaks() -> None:
     assert {links.take("default", "report") for _ in range(4)} == {alive}
     links.heard(frozen)
     assert frozen in {links.take("default", "report") for _ in range(4)}
+
+
+def test_the_stats_a_node_logs_are_plain_json() -> None:
+    e = engine()
+    e.stats.count_refused("result.not_yours")
+    e.stats.count_refused("heartbeat.refused", 3)
+    document = {**dataclasses.asdict(e.stats), **e.pressure()}
+    assert json.loads(json.dumps(document))["refused"] == {
+        "result.not_yours": 1,
+        "heartbeat.refused": 3,
+    }
