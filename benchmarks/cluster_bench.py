@@ -58,7 +58,8 @@ NODE_OPTIONS = {
 
 async def register(store: Store, instants: list[datetime], task: str) -> float:
     """Register one-off no-op jobs at these instants; returns the seconds it took."""
-    tenant = (await store.tenants.create(f"bench-{uuid.uuid4().hex[:8]}", max_in_flight=1_000_000)).id
+    name = f"bench-{uuid.uuid4().hex[:8]}"
+    tenant = (await store.tenants.create(name, max_in_flight=1_000_000)).id
     began = time.perf_counter()
     for first in range(0, len(instants), CHUNK):
         specs = [
