@@ -1,7 +1,8 @@
 """The hot path: occurrences in batches, one round trip per batch, fenced.
 
 Every operation here takes N rows as arrays (unnest) in a single statement,
-never one statement per row. Two fences guard the writes: the partition
+never one statement per row (claims and records add one, in their
+transaction, to move their tenants' in-flight counts). Two fences guard the writes: the partition
 epoch (scheduler ownership, checked by claim and reap) and the execution's
 fence (grows with every dispatch, checked by heartbeat and result). Refused
 writes are return values, not exceptions: a stale fence is an expected
@@ -41,6 +42,10 @@ _NO_PARTITION = "23514"  # check_violation: "no partition of relation ... found 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NIL_UUID = "00000000-0000-0000-0000-000000000000"
 _ANY_TIME_S = 100 * 365 * 86400.0  # "claim whenever it fires"
+
+
+class _Overshot(Exception):
+    """A claim read its tenant's room before a concurrent claim committed and went over."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,8 +253,10 @@ class Occurrences:
         comes back EARLY with its fire_at. A job whose overlap policy is not
         'allow' and that has a run leased gets SKIPPED (recorded) or BLOCKED.
         `executors[i]` is who `keys[i]` is handed to: its reports are the only
-        ones accepted for the run (None: no executor's report is). `tenant_ids`,
-        the keys' tenants (looked up when not given), are locked for the cap.
+        ones accepted for the run (None: no executor's report is). The tenants'
+        caps are checked without locking their rows; a claim that overshot one
+        (a concurrent claim committed meanwhile) is redone with `tenant_ids`, the
+        keys' tenants (looked up when not given), locked first.
         """
         if not keys:
             return ClaimOutcome([], [])
@@ -257,20 +264,28 @@ class Occurrences:
             executors = [UNBOUND] * len(keys)
         if len(executors) != len(keys):
             raise ValueError("one executor per key")
-        rows = await self._fetch(
-            sql("claim"),
-            {
-                "partitions": sorted(epochs),
-                "epochs": [epochs[p] for p in sorted(epochs)],
-                "job_ids": [k.job_id for k in keys],
-                "scheduled_fors": [k.scheduled_for for k in keys],
-                "tenant_ids": sorted(set(tenant_ids)) if tenant_ids is not None else None,
-                "executor_ids": [e.executor_id for e in executors],
-                "instances": [e.instance for e in executors],
-                "lease_s": lease_s,
-                "ahead_s": ahead_s,
-            },
-        )
+        params = {
+            "partitions": sorted(epochs),
+            "epochs": [epochs[p] for p in sorted(epochs)],
+            "job_ids": [k.job_id for k in keys],
+            "scheduled_fors": [k.scheduled_for for k in keys],
+            "executor_ids": [e.executor_id for e in executors],
+            "instances": [e.instance for e in executors],
+            "lease_s": lease_s,
+            "ahead_s": ahead_s,
+        }
+        async with translated(), self._pool.connection() as conn:
+            try:
+                rows = await self._claim_counted(conn, params, lock=None)
+            except _Overshot:
+                # A concurrent claim of the same tenant committed after this one read its
+                # room: claim again with the tenants' rows locked first (rare: near a cap).
+                lock = {
+                    "tenant_ids": sorted(set(tenant_ids)) if tenant_ids is not None else None,
+                    "job_ids": params["job_ids"],
+                    "scheduled_fors": params["scheduled_fors"],
+                }
+                rows = await self._claim_counted(conn, params, lock=lock)
         claimed, unclaimed = [], []
         for (state, job_id, at, tenant, part, fence, attempt, lease_until, version, task_type,
              payload, pool, priority, timeout_ms, fire_at) in rows:  # fmt: skip
@@ -329,7 +344,7 @@ class Occurrences:
         batch = _unique_sorted(results)
         if not batch:
             return RecordOutcome([], [])
-        rows = await self._fetch(
+        rows = await self._recorded_counted(
             sql("record_results"),
             {
                 "job_ids": [r.key.job_id for r in batch],
@@ -349,7 +364,7 @@ class Occurrences:
         """Expired leases of partitions still ours count as failed attempts (same rule)."""
         if not epochs:
             return []
-        rows = await self._fetch(
+        rows = await self._recorded_counted(
             sql("reap"),
             {
                 "partitions": sorted(epochs),
@@ -410,6 +425,48 @@ class Occurrences:
         )
         return sorted(PartitionId(p) for (p,) in rows)
 
+    async def _claim_counted(
+        self,
+        conn: psycopg.AsyncConnection[Any],
+        params: Mapping[str, object],
+        *,
+        lock: Mapping[str, object] | None,
+    ) -> list[tuple[Any, ...]]:
+        """The claim and its tenants' in-flight counts in one transaction; raises
+        `_Overshot` (rolled back) when unlocked and a tenant went over its cap."""
+        async with conn.transaction():
+            if lock is not None:
+                await conn.execute(sql("lock_tenants"), lock, binary=True)
+            rows = await self._fetch_raw(sql("claim"), params, conn)
+            gained = Counter(row[3] for row in rows if row[0] == ClaimState.CLAIMED)
+            if await self._count_in_flight(conn, gained) and lock is None:
+                raise _Overshot
+        return rows
+
+    async def _recorded_counted(
+        self, query: LiteralString, params: Mapping[str, object]
+    ) -> list[tuple[Any, ...]]:
+        """Record attempts and lower their tenants' in-flight counts in one transaction."""
+        async with translated(), self._pool.connection() as conn, conn.transaction():
+            rows = await self._fetch_raw(query, params, conn)
+            released = Counter(row[-1] for row in rows if row[0])
+            await self._count_in_flight(conn, {t: -n for t, n in released.items()})
+        return rows
+
+    async def _count_in_flight(
+        self, conn: psycopg.AsyncConnection[Any], deltas: Mapping[uuid.UUID, int]
+    ) -> bool:
+        """Move tenants' in-flight counts; True when one that gained is over its cap."""
+        if not deltas:
+            return False
+        tenants = sorted(deltas)
+        rows = await self._fetch_raw(
+            sql("count_in_flight"),
+            {"tenant_ids": tenants, "deltas": [deltas[t] for t in tenants]},
+            conn,
+        )
+        return bool(rows[0][0])
+
     async def _fetch(
         self, query: LiteralString, params: Mapping[str, object]
     ) -> list[tuple[Any, ...]]:
@@ -433,7 +490,7 @@ class Occurrences:
 
 def _split(rows: list[tuple[Any, ...]]) -> RecordOutcome:
     recorded, stale = [], []
-    for accepted, job_id, at, fence, current_fence, status, fire_at, attempt, refusal in rows:
+    for accepted, job_id, at, fence, current_fence, status, fire_at, attempt, refusal, _ in rows:
         key = _key(job_id, at)
         if accepted:
             recorded.append(Recorded(key, fence, ExecutionStatus(status), fire_at, attempt))

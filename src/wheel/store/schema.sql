@@ -22,7 +22,8 @@ CREATE TABLE tenants (
     max_in_flight   integer NOT NULL DEFAULT 1000 CHECK (max_in_flight > 0),
     created_at      timestamptz NOT NULL DEFAULT now(),
     -- Its runs dispatched or running now, across the cluster: claims stop at
-    -- max_in_flight (see wheel_claim); every recorded attempt lowers it.
+    -- max_in_flight (see wheel_claim); every recorded attempt lowers it
+    -- (wheel_count_in_flight, in the claim's or the record's transaction).
     in_flight       integer NOT NULL DEFAULT 0 CHECK (in_flight >= 0)
 );
 
@@ -169,9 +170,10 @@ CREATE TABLE partition_epochs (
 -- otherwise retry with exponential backoff and full jitter until attempts
 -- run out, then dead. (Inlined, not a function of its own: a function call
 -- per row cost half the statement.)
--- Returns a row per input: accepted, or refused as stale with the current
--- fence and status (NULL when the execution does not exist). Inputs are
--- matched on (job_id, scheduled_for, fence).
+-- Returns a row per input: accepted (with the run's tenant, whose in-flight
+-- count the caller lowers in the same transaction: wheel_count_in_flight), or
+-- refused as stale with the current fence and status (NULL when the execution
+-- does not exist). Inputs are matched on (job_id, scheduled_for, fence).
 CREATE FUNCTION wheel_record_attempts(
     p_job_ids uuid[], p_scheduled_fors timestamptz[], p_fences bigint[],
     p_outcomes wheel_outcome[], p_executors text[], p_instances text[], p_started timestamptz[],
@@ -179,7 +181,7 @@ CREATE FUNCTION wheel_record_attempts(
 ) RETURNS TABLE (
     accepted boolean, job_id uuid, scheduled_for timestamptz, fence bigint,
     current_fence bigint, status wheel_execution_status, fire_at timestamptz, attempt integer,
-    refusal text
+    refusal text, tenant_id uuid
 ) LANGUAGE sql VOLATILE
 SET enable_hashjoin = off SET enable_mergejoin = off  -- see wheel_claim
 AS $$
@@ -267,12 +269,6 @@ AS $$
         WHERE e.job_id = d.job_id AND e.scheduled_for = d.scheduled_for
         RETURNING e.job_id, e.scheduled_for, e.fence, e.status, e.fire_at, e.attempt,
                   e.tenant_id
-    ), released AS (
-        -- Every recorded run leaves dispatched/running: its tenant has one fewer in flight.
-        UPDATE tenants t
-        SET in_flight = greatest(t.in_flight - c.n, 0)
-        FROM (SELECT tenant_id, count(*) AS n FROM updated GROUP BY tenant_id) c
-        WHERE t.id = c.tenant_id
     ), logged AS (
         INSERT INTO attempts (job_id, scheduled_for, number, fence, executor_id, started_at,
                               finished_at, outcome, error)
@@ -281,7 +277,7 @@ AS $$
         FROM decided d
     )
     SELECT true, u.job_id, u.scheduled_for, u.fence, u.fence, u.status, u.fire_at, u.attempt,
-           NULL::text
+           NULL::text, u.tenant_id
     FROM updated u
     UNION ALL
     -- Refused: 'stale' (re-dispatched since, or no longer running), or 'not_yours'
@@ -291,7 +287,7 @@ AS $$
            CASE WHEN p.fence_held THEN NULL ELSE e.status END,
            CASE WHEN p.fence_held THEN NULL ELSE e.fire_at END,
            CASE WHEN p.fence_held THEN NULL ELSE e.attempt END,
-           CASE WHEN p.fence_held THEN 'not_yours' ELSE 'stale' END
+           CASE WHEN p.fence_held THEN 'not_yours' ELSE 'stale' END, NULL::uuid
     FROM probed p
     LEFT JOIN LATERAL (
         SELECT e.fence, e.status, e.fire_at, e.attempt
@@ -371,8 +367,7 @@ $$;
 -- materialiser carries or supersedes them), or in a partition not ours.
 CREATE FUNCTION wheel_claim(
     p_partitions integer[], p_epochs bigint[], p_job_ids uuid[], p_scheduled_fors timestamptz[],
-    p_tenant_ids uuid[], p_executor_ids text[], p_instances text[], p_lease_s float8,
-    p_ahead_s float8
+    p_executor_ids text[], p_instances text[], p_lease_s float8, p_ahead_s float8
 ) RETURNS TABLE (
     state text, job_id uuid, scheduled_for timestamptz, tenant_id uuid, partition integer,
     fence bigint, attempt integer, lease_until timestamptz, job_version bigint, task_type text,
@@ -380,20 +375,6 @@ CREATE FUNCTION wheel_claim(
 ) LANGUAGE sql VOLATILE
 SET enable_hashjoin = off SET enable_mergejoin = off
 AS $$
-    -- The tenants' rows first, in id order (claims never deadlock), in a statement of
-    -- their own: the cap below then reads what was last committed, and nobody moves
-    -- it until this claim commits. (Locked inside the statement below instead, a
-    -- recheck of the lock against the CTE it reads crashed Postgres 18.6.) Without
-    -- p_tenant_ids, the keys' tenants are looked up.
-    SELECT t.id
-    FROM tenants t
-    WHERE t.id = ANY(coalesce(p_tenant_ids, ARRAY(
-        SELECT DISTINCT e.tenant_id
-        FROM unnest(p_job_ids, p_scheduled_fors) AS w (job_id, scheduled_for)
-        JOIN executions e ON e.job_id = w.job_id AND e.scheduled_for = w.scheduled_for)))
-    ORDER BY t.id
-    FOR UPDATE OF t;
-
     WITH owned AS (
         -- The partitions whose epoch is still the caller's, as one array: each key's
         -- check is then a scan of a small array, not a join.
@@ -451,8 +432,13 @@ AS $$
                    AS nth
         FROM picked p
     ), room AS (
-        -- The tenant's in-flight cap holds across the cluster (its row locked above):
-        -- the runs beyond its room are left 'capped'.
+        -- The tenant's in-flight cap holds across the cluster: the runs beyond its
+        -- room are left 'capped'. The room is read from this statement's snapshot,
+        -- unlocked; the caller adds what it claimed with wheel_count_in_flight in
+        -- the same transaction, which says whether a concurrent claim made it
+        -- overshoot (then the claim is rolled back and redone with the tenants'
+        -- rows locked first). Locked here, every claim and record of a tenant
+        -- queued behind one another for whole statements.
         SELECT t.id, t.max_in_flight - t.in_flight AS free
         FROM tenants t
         WHERE t.id IN (SELECT r.tenant_id FROM ranked r WHERE r.state = 'claimed')
@@ -479,11 +465,6 @@ AS $$
         WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for AND p.state = 'claimed'
         RETURNING e.job_id, e.scheduled_for, e.tenant_id, e.partition, e.fence, e.attempt,
                   e.lease_until, e.job_version, e.priority, e.fire_at
-    ), counted AS (
-        UPDATE tenants t
-        SET in_flight = t.in_flight + c.n
-        FROM (SELECT tenant_id, count(*) AS n FROM claimed GROUP BY tenant_id) c
-        WHERE t.id = c.tenant_id
     ), skipped AS (
         UPDATE executions e
         SET status = 'skipped',
@@ -509,6 +490,27 @@ AS $$
            NULL, NULL, NULL, NULL, p.fire_at
     FROM decided p
     WHERE p.state IN ('blocked', 'early', 'capped')
+$$;
+
+-- A tenant's runs in flight move by these deltas (claimed: +, recorded: -), in
+-- the transaction that moved the runs, as its last statement: the tenants' rows
+-- are locked in id order (concurrent callers never deadlock) and held only for
+-- the commit. True when a tenant that gained runs is now over its cap: a claim
+-- that read its room before a concurrent one committed overshot, and must roll
+-- back (and claim again with the rows locked first). p_tenant_ids are distinct.
+CREATE FUNCTION wheel_count_in_flight(p_tenant_ids uuid[], p_deltas integer[])
+RETURNS boolean LANGUAGE sql VOLATILE
+AS $$
+    SELECT t.id FROM tenants t WHERE t.id = ANY(p_tenant_ids) ORDER BY t.id FOR UPDATE OF t;
+
+    WITH changed AS (
+        UPDATE tenants t
+        SET in_flight = greatest(t.in_flight + d.n, 0)
+        FROM unnest(p_tenant_ids, p_deltas) AS d (id, n)
+        WHERE t.id = d.id
+        RETURNING d.n > 0 AND t.in_flight > t.max_in_flight AS over
+    )
+    SELECT coalesce(bool_or(c.over), false) FROM changed c
 $$;
 
 -- The misfire rule for occurrences that came due while nobody fired them (a

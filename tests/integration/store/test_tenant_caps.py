@@ -1,10 +1,13 @@
-"""A tenant's max_in_flight is one cap for the whole cluster, kept by the claim itself."""
+"""A tenant's max_in_flight is one cap for the whole cluster, kept by claims and records."""
 
 from __future__ import annotations
 
 import asyncio
 
+import psycopg
+
 from tests.integration.store import factories as make
+from tests.integration.store.waiting import blocked_on_a_lock
 from wheel.model.executions import AttemptResult, ClaimState, Outcome
 from wheel.model.ids import ExecutionKey, PartitionId
 from wheel.model.tenants import Tenant
@@ -64,6 +67,38 @@ async def test_concurrent_claims_from_two_nodes_never_pass_the_cap(
     assert await in_flight(store, owner) == 3
 
 
+async def test_a_claim_that_read_a_stale_room_is_redone_under_the_lock(
+    store: Store, database_dsn: str
+) -> None:
+    """The room is read unlocked: a claim that overshot (another committed first) rolls
+    back and claims again with the tenant's row locked, leaving the rest capped."""
+    owner = await store.tenants.create("contended", max_in_flight=3)
+    keys = await pending(store, owner, 6)
+    epochs = {PartitionId(4): 1}
+    await store.occurrences.set_epochs(epochs, node_id="node-a")
+    async with await psycopg.AsyncConnection.connect(database_dsn) as other_node:
+        # Another node's claim of three, counted but not yet committed.
+        await other_node.execute(
+            "SELECT * FROM wheel_claim(%s, %s, %s, %s, %s, %s, %s, %s)",
+            ([4], [1], [k.job_id for k in keys[:3]], [k.scheduled_for for k in keys[:3]],
+             [None] * 3, [None] * 3, LEASE_S, AHEAD_S),
+        )  # fmt: skip
+        await other_node.execute("SELECT wheel_count_in_flight(%s, %s)", ([owner.id], [3]))
+        claim = asyncio.create_task(
+            store.occurrences.claim_batch(keys[3:], epochs, lease_s=LEASE_S, ahead_s=AHEAD_S)
+        )
+        await blocked_on_a_lock(database_dsn)  # it read room for 3, and waits to count them
+        await other_node.commit()
+    outcome = await claim
+    assert outcome.claimed == []
+    assert sorted(u.key for u in outcome.unclaimed) == sorted(keys[3:])
+    assert {u.state for u in outcome.unclaimed} == {ClaimState.CAPPED}
+    assert await in_flight(store, owner) == 3
+    pending_now = await store.occurrences.claim_batch(keys[3:], epochs, lease_s=LEASE_S,
+                                                      ahead_s=AHEAD_S)  # fmt: skip
+    assert pending_now.claimed == [], "the rolled-back claim left its runs pending and capped"
+
+
 async def test_a_reaped_lease_gives_its_room_back(store: Store) -> None:
     owner = await store.tenants.create("reaped", max_in_flight=1)
     first, second = await pending(store, owner, 2)
@@ -88,7 +123,7 @@ async def test_claims_and_records_of_one_tenant_racing_keep_the_count_true(
 ) -> None:
     """Two nodes claiming and recording for one tenant at once, many rounds. Locking the
     tenant's row inside the claim's own statement crashed Postgres 18.6 here (a recheck
-    of the lock against a CTE); and whatever interleaves, the count stays the truth."""
+    of the lock against a CTE); whatever interleaves, the count stays the truth."""
     owner = await store.tenants.create("busy", max_in_flight=300)
     keys = await pending(store, owner, 600)
     epochs = {PartitionId(4): 1}

@@ -21,7 +21,7 @@ WITH owned AS (
     FROM expired
 )
 SELECT r.accepted, r.job_id, r.scheduled_for, r.fence, r.current_fence, r.status::text, r.fire_at,
-       r.attempt, r.refusal
+       r.attempt, r.refusal, r.tenant_id
 FROM batch,
      LATERAL wheel_record_attempts(
          batch.job_ids, batch.scheduled_fors, batch.fences,

@@ -1,5 +1,5 @@
 SELECT accepted, job_id, scheduled_for, fence, current_fence, status::text, fire_at, attempt,
-       refusal
+       refusal, tenant_id
 FROM wheel_record_attempts(%(job_ids)s::uuid[], %(scheduled_fors)s::timestamptz[],
                            %(fences)s::bigint[], %(outcomes)s::wheel_outcome[],
                            %(executors)s::text[], %(instances)s::text[],
