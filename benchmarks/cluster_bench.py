@@ -103,6 +103,32 @@ def results(dsn: str, since: datetime) -> dict[str, float]:
     }  # fmt: skip
 
 
+def timeline(dsn: str, since: datetime, bucket_ms: int = 250) -> str:
+    """Runs claimed, started and finished per bucket around the first instant: where a
+    pipeline stalls (claims waiting for credit, starts waiting for claims)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        rows = conn.execute(
+            """
+            WITH t AS (SELECT min(scheduled_for) AS t0 FROM executions WHERE scheduled_for >= %(since)s)
+            SELECT b, sum(claimed)::int, sum(started)::int, sum(finished)::int FROM (
+                SELECT floor(extract(epoch FROM e.dispatched_at - t.t0) * 1000 / %(ms)s) AS b,
+                       1 AS claimed, 0 AS started, 0 AS finished
+                FROM executions e, t WHERE e.scheduled_for >= %(since)s
+                UNION ALL
+                SELECT floor(extract(epoch FROM e.started_at - t.t0) * 1000 / %(ms)s), 0, 1, 0
+                FROM executions e, t WHERE e.scheduled_for >= %(since)s
+                UNION ALL
+                SELECT floor(extract(epoch FROM e.finished_at - t.t0) * 1000 / %(ms)s), 0, 0, 1
+                FROM executions e, t WHERE e.scheduled_for >= %(since)s
+            ) x WHERE b IS NOT NULL GROUP BY b ORDER BY b
+            """,  # noqa: E501
+            {"since": since, "ms": bucket_ms},
+        ).fetchall()
+    lines = ["| from T (ms) | claimed | started | finished |", "|---:|---:|---:|---:|"]
+    lines += [f"| {int(b) * bucket_ms:+} | {c} | {s} | {f} |" for b, c, s, f in rows]
+    return "\n".join(lines)
+
+
 def pending(dsn: str, since: datetime) -> int:
     """Occurrences not final yet; -1 while Postgres cannot be reached (it may be recovering)."""
     try:
@@ -120,7 +146,14 @@ def pending(dsn: str, since: datetime) -> int:
 
 
 async def scenario(
-    store: Store, dsn: str, name: str, offsets_s: list[float], margin_s: float, task: str
+    store: Store,
+    dsn: str,
+    name: str,
+    offsets_s: list[float],
+    margin_s: float,
+    task: str,
+    *,
+    show_timeline: bool = False,
 ) -> dict[str, float | str]:
     start = datetime.now(UTC) + timedelta(seconds=margin_s)
     instants = [start + timedelta(seconds=o) for o in offsets_s]
@@ -142,6 +175,8 @@ async def scenario(
             left, last_change = now_left, datetime.now(UTC)
         await asyncio.sleep(1)  # other processes' progress: read back from Postgres
     figures = results(dsn, start)
+    if show_timeline:
+        print(f"{name}:\n{timeline(dsn, start)}", flush=True)
     rate = figures["succeeded"] / figures["span_s"] if figures["span_s"] else 0.0
     return {"scenario": name, "rate_per_s": rate, **figures}
 
@@ -173,7 +208,8 @@ async def main(args: argparse.Namespace) -> None:
         if args.spike:
             margin = 20 + args.spike / 1200
             name = f"spike {args.spike}"
-            rows.append(await scenario(store, dsn, name, [0.0] * args.spike, margin, args.task))
+            rows.append(await scenario(store, dsn, name, [0.0] * args.spike, margin, args.task,
+                                       show_timeline=args.timeline))  # fmt: skip
             print(rows[-1], flush=True)
         await store.close()
         print()
@@ -207,6 +243,8 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--seconds", type=int, default=60)
     parser.add_argument("--spike", type=int, default=50_000)
     parser.add_argument("--keep", action="store_true", help="keep the data and logs directory")
+    parser.add_argument("--timeline", action="store_true",
+                        help="print the spike's claims, starts, finishes per 250 ms")  # fmt: skip
     parser.add_argument(
         "--task",
         choices=["noop_async", "noop"],
