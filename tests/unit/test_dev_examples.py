@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -62,7 +61,7 @@ def _context(attempt: int) -> TaskContext:
     return TaskContext(
         execution_id=ExecutionId("x"), job_id=JobId(uuid.uuid4()), task_type="t",
         pool="default", attempt=attempt, fence=attempt, scheduled_for=NOW, payload=b"",
-        deadline=NOW + timedelta(hours=1), cancel_event=threading.Event(),
+        deadline=NOW + timedelta(hours=1),
     )  # fmt: skip
 
 

@@ -27,14 +27,7 @@ import grpc.aio
 
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel._proto.wheel.v1 import executor_pb2_grpc as pb_grpc
-from wheel.executor.messages import (
-    Dispatch,
-    Report,
-    credit_to_proto,
-    dispatch_from_proto,
-    heartbeat_to_proto,
-    report_to_proto,
-)
+from wheel.executor.messages import Dispatch, Report, dispatch_from_proto, result_to_proto
 
 log = logging.getLogger(__name__)
 
@@ -69,10 +62,12 @@ class Identity:
 
 
 class Stream:
-    """One welcomed stream to one node: messages queued for it, and the credit it holds.
+    """One welcomed stream to one node: what is owed to it, and the credit it holds.
 
-    `send` never blocks: messages are written in order by the link's writer.
-    Once `alive` is False the stream takes nothing more.
+    Sending never blocks: results, heartbeats and credit pile up here and the
+    link's writer takes them as few messages as it can (`next_messages`), so
+    messages per second stay low when runs per second are high. Once `alive`
+    is False the stream takes nothing more.
     """
 
     def __init__(self, node_id: str, welcome_node_id: str, heartbeat_interval_s: float) -> None:
@@ -83,20 +78,20 @@ class Stream:
         self.alive = True
         self.credit: dict[str, int] = {}
         """Credit granted on this stream and not used by a dispatch yet, per pool."""
-        self._outgoing: asyncio.Queue[pb.ExecutorMessage | None] = asyncio.Queue()
+        self._results: list[pb.Result] = []
+        self._heartbeats: list[pb.Heartbeat] = []
+        self._credits: dict[str, int] = {}
+        """Credit granted and not yet sent, per pool."""
+        self._waiting = asyncio.Event()
 
     def __repr__(self) -> str:
         return f"Stream({self.node_id!r}, alive={self.alive})"
 
-    def send(self, message: pb.ExecutorMessage) -> bool:
-        if not self.alive:
-            return False
-        self._outgoing.put_nowait(message)
-        return True
-
     def grant(self, pool: str, count: int) -> None:
-        if count > 0 and self.send(credit_to_proto(pool, count)):
+        if count > 0 and self.alive:
             self.credit[pool] = self.credit.get(pool, 0) + count
+            self._credits[pool] = self._credits.get(pool, 0) + count
+            self._waiting.set()
 
     def take(self, pool: str) -> bool:
         """Use one credit of `pool` for a dispatch; False when the node sent one without credit."""
@@ -107,25 +102,54 @@ class Stream:
         return True
 
     def send_report(self, report: Report) -> bool:
-        return self.send(report_to_proto(report))
+        if not self.alive:
+            return False
+        self._results.append(result_to_proto(report))
+        self._waiting.set()
+        return True
 
     def send_heartbeat(self, execution_id: str, fence: int) -> bool:
-        return self.send(heartbeat_to_proto(execution_id, fence))
+        if not self.alive:
+            return False
+        self._heartbeats.append(pb.Heartbeat(execution_id=execution_id, fence=fence))
+        self._waiting.set()
+        return True
 
     def close(self) -> None:
         if self.alive:
             self.alive = False
-            self._outgoing.put_nowait(None)
+            self._waiting.set()
 
-    async def next_outgoing(self) -> pb.ExecutorMessage | None:
-        return await self._outgoing.get()
+    async def next_messages(self) -> list[pb.ExecutorMessage] | None:
+        """Wait for something to send and take all of it; None once closed with nothing left.
 
-    def drain_outgoing(self) -> list[pb.ExecutorMessage | None]:
-        """Everything queued right now, without waiting."""
-        drained: list[pb.ExecutorMessage | None] = []
-        while not self._outgoing.empty():
-            drained.append(self._outgoing.get_nowait())
-        return drained
+        Results go first (as one `Results`), then heartbeats, then credit summed
+        per pool: a node sees a run's result before the credit its end returned.
+        """
+        while not (self._results or self._heartbeats or self._credits):
+            if not self.alive:
+                return None
+            self._waiting.clear()
+            await self._waiting.wait()
+        return self.take_messages()
+
+    def take_messages(self) -> list[pb.ExecutorMessage]:
+        """Everything owed right now, without waiting."""
+        out: list[pb.ExecutorMessage] = []
+        results, self._results = self._results, []
+        if len(results) == 1:
+            out.append(pb.ExecutorMessage(result=results[0]))
+        elif results:
+            out.append(pb.ExecutorMessage(results=pb.Results(results=results)))
+        heartbeats, self._heartbeats = self._heartbeats, []
+        if heartbeats:
+            out.append(pb.ExecutorMessage(heartbeats=pb.Heartbeats(heartbeats=heartbeats)))
+        credits, self._credits = self._credits, {}
+        out.extend(
+            pb.ExecutorMessage(credit=pb.Credit(pool=pool, count=count))
+            for pool, count in credits.items()
+        )
+        return out
 
 
 class StreamHandler(Protocol):
@@ -268,12 +292,9 @@ class NodeLink:
             self._deliver(stream, message)
 
     async def _write(self, call: Call, stream: Stream) -> None:
-        while (message := await stream.next_outgoing()) is not None:
-            queued = stream.drain_outgoing()
-            for batched in _coalesce(message, queued):
-                await call.write(batched)
-            if None in queued:
-                return
+        while (messages := await stream.next_messages()) is not None:
+            for message in messages:
+                await call.write(message)
 
     async def _heartbeat(self, stream: Stream) -> None:
         while stream.alive:
@@ -319,48 +340,6 @@ class NodeLink:
             handler.on_accepted(message.accepted.execution_id, message.accepted.fence)
         else:
             log.warning("link.unexpected_message", extra={"node": self.node_id, "kind": kind})
-
-
-def _coalesce(
-    first: pb.ExecutorMessage, queued: list[pb.ExecutorMessage | None]
-) -> list[pb.ExecutorMessage]:
-    """What is queued, as few messages as possible: results, heartbeats and credits merged.
-
-    The writer sends whatever piled up while the previous write was in flight
-    in one go, so messages per second stay low when executions per second are
-    high. Results go before credits, as when sent one by one; a None (the
-    stream closing) ends the batch.
-    """
-    results: list[pb.Result] = []
-    heartbeats: list[pb.Heartbeat] = []
-    credits: dict[str, int] = {}
-    others: list[pb.ExecutorMessage] = []
-    for message in [first, *queued]:
-        if message is None:
-            break
-        kind = message.WhichOneof("body")
-        if kind == "result":
-            results.append(message.result)
-        elif kind == "heartbeat":
-            heartbeats.append(message.heartbeat)
-        elif kind == "credit":
-            credits[message.credit.pool] = (
-                credits.get(message.credit.pool, 0) + message.credit.count
-            )
-        else:
-            others.append(message)
-    out = others
-    if len(results) == 1:
-        out.append(pb.ExecutorMessage(result=results[0]))
-    elif results:
-        out.append(pb.ExecutorMessage(results=pb.Results(results=results)))
-    if heartbeats:
-        out.append(pb.ExecutorMessage(heartbeats=pb.Heartbeats(heartbeats=heartbeats)))
-    out.extend(
-        pb.ExecutorMessage(credit=pb.Credit(pool=pool, count=count))
-        for pool, count in credits.items()
-    )
-    return out
 
 
 KEEPALIVE_OPTIONS = [

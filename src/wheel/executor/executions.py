@@ -39,8 +39,11 @@ from wheel.executor.runner import CANCEL_GRACE_S, SHUTDOWN_ERROR, Run, Stop, con
 from wheel.executor.tasks import TaskRegistry
 from wheel.executor.threads import HandlerThreads
 from wheel.model.ids import ExecutionId
+from wheel.timingwheel import GcGovernor
 
 log = logging.getLogger(__name__)
+
+_AsyncHandler = Callable[[TaskContext], Awaitable[object]]
 
 DEFAULT_HOLD = 10_000
 """Runs a stream may hand over per pool beyond its concurrency (held until their instant)."""
@@ -67,6 +70,7 @@ class Executions:
         hold: int = DEFAULT_HOLD,
         wall: Callable[[], datetime] = utc_now,
         cancel_grace_s: float = CANCEL_GRACE_S,
+        governor: GcGovernor | None = None,
     ) -> None:
         self._registry = registry
         self._concurrency = dict(pools)
@@ -77,6 +81,11 @@ class Executions:
         self._outbox = outbox
         self._wall = wall
         self._cancel_grace_s = cancel_grace_s
+        self._governor = governor
+        """Freezes what is alive every so many runs received, so the cyclic collector never
+        walks thousands of held runs (it was a quarter of a spike's CPU); a full
+        collection of what was frozen runs once the executor is idle again."""
+        self._frozen_since_idle = False
         self._runs: dict[tuple[str, int], Run] = {}
         self._starts: list[tuple[float, int, Run]] = []
         """Held runs by start_at (epoch seconds), earliest first; stale entries skipped."""
@@ -148,6 +157,8 @@ class Executions:
         run = Run(dispatch, task, stream)
         self._runs[dispatch.key] = run
         self._idle.clear()
+        if self._governor is not None and self._governor.note_added(1):
+            self._frozen_since_idle = True
         start_s = dispatch.start_at.timestamp()
         if start_s <= self._wall().timestamp():
             self._make_ready(run)
@@ -291,7 +302,7 @@ class Executions:
         try:
             if run.task.is_async:
                 run.started_at = now
-                call = cast(Callable[[TaskContext], Awaitable[object]], handler)
+                call = cast(_AsyncHandler, handler)
                 run.handler = asyncio.ensure_future(call(context))
             else:
 
@@ -333,7 +344,7 @@ class Executions:
             return
         assert run.context is not None
         assert run.handler is not None
-        run.context.cancel_event.set()
+        run.context.request_cancel()
         if run.thread_job is not None:
             run.thread_job.cancel()  # succeeds only while no thread has picked it up
         else:
@@ -373,6 +384,15 @@ class Executions:
             self._fill(pool)
         if not self._runs:
             self._idle.set()
+            if self._frozen_since_idle:
+                self._frozen_since_idle = False
+                asyncio.get_running_loop().call_soon(self._collect_if_idle)
+
+    def _collect_if_idle(self) -> None:
+        """Cycles that died frozen (a failed handler's traceback) are found now, while
+        nothing is held: a full collection of a small heap."""
+        if not self._runs and self._governor is not None:
+            self._governor.collect_frozen()
 
     def _report_now(self, dispatch: Dispatch, stream: Stream, outcome: Outcome, error: str) -> None:
         report = Report(

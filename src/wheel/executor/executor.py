@@ -34,6 +34,7 @@ from wheel.executor.registration import Registration
 from wheel.executor.routing import Router
 from wheel.executor.tasks import TaskRegistry, default_registry, load_modules
 from wheel.executor.threads import HandlerThreads
+from wheel.timingwheel import GcGovernor, GcPolicy
 from wheel.tls import channel_credentials
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ class Executor:
             capacity=config.capacity,
         )
         self._threads = HandlerThreads(config.threads)
+        self._governor = GcGovernor(GcPolicy())
         self._credentials = channel_credentials(config.tls_ca_file) if config.tls else None
         self._etcd: Etcd | None = None
         self._view: ClusterView | None = None
@@ -97,8 +99,9 @@ class Executor:
         self.outbox = Outbox(self.router)
         self.executions = Executions(
             self.registry, config.pools, threads=self._threads, router=self.router,
-            outbox=self.outbox, hold=config.hold,
+            outbox=self.outbox, hold=config.hold, governor=self._governor,
         )  # fmt: skip
+        self._governor.start()
         info = ExecutorInfo(
             executor_id=config.executor_id,
             address="",  # executors serve nothing: nodes never dial them
@@ -152,6 +155,7 @@ class Executor:
             await self._view.stop()
         await self._close_etcd()
         self._threads.shutdown()
+        self._governor.stop()
         log.info("executor.stopped", extra=context)
 
     async def _close_etcd(self) -> None:

@@ -92,7 +92,7 @@ def dispatch_from_proto(message: pb.Dispatch) -> Dispatch:
     )
 
 
-def report_to_proto(report: Report) -> pb.ExecutorMessage:
+def result_to_proto(report: Report) -> pb.Result:
     result = pb.Result(
         execution_id=report.execution_id,
         fence=report.fence,
@@ -102,15 +102,7 @@ def report_to_proto(report: Report) -> pb.ExecutorMessage:
     )
     if report.started_at is not None:
         result.started_at.CopyFrom(to_timestamp(report.started_at))
-    return pb.ExecutorMessage(result=result)
-
-
-def heartbeat_to_proto(execution_id: str, fence: int) -> pb.ExecutorMessage:
-    return pb.ExecutorMessage(heartbeat=pb.Heartbeat(execution_id=execution_id, fence=fence))
-
-
-def credit_to_proto(pool: str, count: int) -> pb.ExecutorMessage:
-    return pb.ExecutorMessage(credit=pb.Credit(pool=pool, count=count))
+    return result
 
 
 def describe_error(exc: BaseException) -> str:

@@ -59,3 +59,17 @@ def test_cancellation_is_visible_and_awaitable_from_a_thread() -> None:
     worker.join()
     assert seen == [True]
     assert ctx.cancelled
+
+
+def test_the_executor_cancelling_wakes_a_handler_that_waits_and_one_that_asks_later() -> None:
+    waiting, later = make([]), make([])
+    seen: list[bool] = []
+    worker = threading.Thread(target=lambda: seen.append(waiting.cancel_event.wait(30)))
+    worker.start()
+    waiting.request_cancel()
+    worker.join()
+    later.request_cancel()
+    assert seen == [True]
+    assert waiting.cancelled
+    assert later.cancelled
+    assert later.cancel_event.is_set(), "an event made after the cancel is already set"

@@ -24,6 +24,7 @@ from wheel.executor.routing import Router
 from wheel.executor.tasks import Handler, TaskRegistry
 from wheel.executor.threads import HandlerThreads
 from wheel.model.ids import ExecutionKey, JobId
+from wheel.timingwheel import GcGovernor, GcPolicy
 
 
 class PayloadError(Exception):
@@ -87,7 +88,10 @@ HOLD = 10_000
 
 
 class Harness:
-    def __init__(self, threads: HandlerThreads, concurrency: int, grace_s: float) -> None:
+    def __init__(
+        self, threads: HandlerThreads, concurrency: int, grace_s: float,
+        governor: GcGovernor | None = None,
+    ) -> None:  # fmt: skip
         self.registry = TaskRegistry()
         self.kept = Kept()
         self.router = Router(owner_of=lambda _: None)
@@ -95,6 +99,7 @@ class Harness:
         self.executions = Executions(
             self.registry, {"default": concurrency}, threads=threads, router=self.router,
             outbox=self.kept, hold=HOLD, cancel_grace_s=grace_s,  # type: ignore[arg-type]
+            governor=governor,
         )  # fmt: skip
         self.executions.stream_up(self.stream)
 
@@ -115,8 +120,10 @@ async def threads() -> AsyncIterator[HandlerThreads]:
 
 @pytest.fixture
 def harness(threads: HandlerThreads) -> Callable[..., Harness]:
-    def make(concurrency: int = 1, grace_s: float = 2.0) -> Harness:
-        return Harness(threads, concurrency, grace_s)
+    def make(
+        concurrency: int = 1, grace_s: float = 2.0, governor: GcGovernor | None = None
+    ) -> Harness:
+        return Harness(threads, concurrency, grace_s, governor)
 
     return make
 
@@ -371,10 +378,9 @@ async def test_a_heartbeat_from_a_handler_thread_reaches_the_loop(
     await asyncio.to_thread(asked.wait, 30)
     async with asyncio.timeout(10):
         while True:
-            sent = h.stream.drain_outgoing()
-            if any(m is not None and m.WhichOneof("body") == "heartbeat" for m in sent):
+            sent = await h.stream.next_messages() or []
+            if any(m.WhichOneof("body") == "heartbeats" for m in sent):
                 break
-            await asyncio.sleep(0.01)  # the loop sends it on its next turns
     assert h.executions.heartbeats_for(h.stream) == [dispatch.key]
     h.executions.on_cancel(*dispatch.key, "done")
     await h.kept.report_of(dispatch)
@@ -408,3 +414,34 @@ async def test_a_spike_of_held_runs_all_start_and_report(harness: Callable[..., 
         assert report.started_at is not None
         assert report.started_at >= dispatch.start_at
     assert len(h.executions) == 0
+
+
+class CountingGovernor(GcGovernor):
+    def __init__(self, policy: GcPolicy) -> None:
+        super().__init__(policy)
+        self.collections = 0
+        self.collected = asyncio.Event()
+
+    def collect_frozen(self) -> int:
+        self.collections += 1
+        self.collected.set()
+        return 0  # the collection itself is the governor's business, tested there
+
+
+async def test_held_runs_are_frozen_out_of_the_collector_and_collected_once_idle(
+    harness: Callable[..., Harness],
+) -> None:
+    governor = CountingGovernor(GcPolicy(freeze_every_added=2))
+    h = harness(concurrency=4, governor=governor)
+    h.task(lambda ctx: None)
+    governor.start()
+    try:
+        sent = [h.send(make_dispatch(start_in_s=0.05)) for _ in range(4)]
+        assert governor.freezes == 1 + 2, "at start, then one freeze per two runs received"
+        assert governor.collections == 0, "nothing collected while runs are held"
+        for dispatch in sent:
+            await h.kept.report_of(dispatch)
+        await asyncio.wait_for(governor.collected.wait(), 10)
+        assert governor.collections == 1
+    finally:
+        governor.stop()

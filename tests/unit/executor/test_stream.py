@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
 from tests.unit.executor.conftest import Cluster, Gate
 from tests.unit.executor.fake_node import dispatch
 from wheel._proto.wheel.v1 import executor_pb2 as pb
+from wheel.executor.connection import Stream
 from wheel.executor.context import TaskContext
+from wheel.executor.messages import Outcome, Report
 from wheel.executor.tasks import TaskRegistry
+from wheel.model.ids import ExecutionId
 
 SUCCEEDED = pb.Result.OUTCOME_SUCCEEDED
 FAILED = pb.Result.OUTCOME_FAILED
@@ -251,16 +255,26 @@ async def test_drain_timeout_cancels_running_handlers(cluster: Cluster, gate: Ga
     assert gate.cancelled == {running.execution_id}
 
 
-def test_queued_messages_are_coalesced_results_before_credit() -> None:
-    from wheel.executor.connection import _coalesce
+async def test_what_piles_up_goes_as_few_messages_results_before_credit() -> None:
+    stream = Stream("n1", "n1", 1.0)
 
-    result = pb.ExecutorMessage(result=pb.Result(execution_id="a", fence=1))
-    second = pb.ExecutorMessage(result=pb.Result(execution_id="b", fence=2))
-    credit = pb.ExecutorMessage(credit=pb.Credit(pool="default", count=1))
-    beat = pb.ExecutorMessage(heartbeat=pb.Heartbeat(execution_id="c", fence=3))
-    hello = pb.ExecutorMessage(hello=pb.Hello(executor_id="x"))
-    out = _coalesce(result, [credit, second, credit, beat, hello, None, credit])
-    kinds = [m.WhichOneof("body") for m in out]
-    assert kinds == ["hello", "results", "heartbeats", "credit"]
-    assert [r.execution_id for r in out[1].results.results] == ["a", "b"]
-    assert out[3].credit.count == 2, "credits summed; the one after the close is not sent"
+    def report(execution_id: str) -> Report:
+        return Report(ExecutionId(execution_id), 1, None, Outcome.SUCCEEDED, "", None,
+                      datetime.now(UTC))  # fmt: skip
+
+    stream.send_report(report("a"))
+    stream.grant("default", 1)
+    stream.send_report(report("b"))
+    stream.grant("default", 1)
+    stream.send_heartbeat("c", 3)
+    out = await stream.next_messages()
+    assert out is not None
+    assert [m.WhichOneof("body") for m in out] == ["results", "heartbeats", "credit"]
+    assert [r.execution_id for r in out[0].results.results] == ["a", "b"]
+    assert out[2].credit.count == 2, "credit summed per pool"
+    assert stream.credit == {"default": 2}
+    stream.grant("default", 1)
+    stream.close()
+    assert not stream.send_report(report("d")), "a closed stream takes nothing more"
+    assert [m.WhichOneof("body") for m in await stream.next_messages() or []] == ["credit"]
+    assert await stream.next_messages() is None, "closed and flushed: the writer stops"
