@@ -25,15 +25,18 @@ import shutil
 import tempfile
 import time
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
+from benchmarks.cpu_accounting import seconds_by_role
 from tests.e2e.cluster import Cluster
 
 from wheel import eventloop
 from wheel.local import LocalServices
 from wheel.model.jobs import JobSpec, Schedule, ScheduleKind
+from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.registration import register_jobs
 from wheel.store import Store, migrate
 
@@ -53,6 +56,8 @@ NODE_OPTIONS = {
     "pool_size": 8,
     "tenant_in_flight_cap": 100_000,
     "catch_up_rate_per_s": 100_000,
+    # The product's defaults where the test cluster's FAST settings differ.
+    "prefetch_ms": SchedulerConfig.__dataclass_fields__["prefetch_ms"].default,
 }
 
 
@@ -153,6 +158,7 @@ async def scenario(
     margin_s: float,
     task: str,
     *,
+    roles: Mapping[str, list[int]],
     show_timeline: bool = False,
 ) -> dict[str, float | str]:
     start = datetime.now(UTC) + timedelta(seconds=margin_s)
@@ -160,6 +166,7 @@ async def scenario(
     took = await register(store, instants, task)
     if datetime.now(UTC) > start:
         raise SystemExit(f"{name}: registering took {took:.1f} s, past the start; raise the margin")
+    cpu_before = seconds_by_role(roles)
     # Wait until every occurrence is final, or nothing has moved for a minute (then
     # what is left is lost); a backlog past capacity drains after the last instant.
     last_change, left = datetime.now(UTC), -1
@@ -174,7 +181,10 @@ async def scenario(
         if now_left != left:
             left, last_change = now_left, datetime.now(UTC)
         await asyncio.sleep(1)  # other processes' progress: read back from Postgres
+    cpu = seconds_by_role(roles)
     figures = results(dsn, start)
+    for role, seconds in cpu.items():
+        figures[f"{role}_us_per_run"] = (seconds - cpu_before[role]) / len(offsets_s) * 1e6
     if show_timeline:
         print(f"{name}:\n{timeline(dsn, start)}", flush=True)
     rate = figures["succeeded"] / figures["span_s"] if figures["span_s"] else 0.0
@@ -197,31 +207,38 @@ async def main(args: argparse.Namespace) -> None:
             cluster.start_executor(f"executor-{n}", concurrency=args.concurrency)
         await cluster.ready(within=120, partitions=PARTITIONS)
         store = await Store.open(dsn, max_size=4)
+        roles = {
+            "node": [p.pid for p in cluster.nodes.values()],
+            "executor": [p.pid for p in cluster.executors.values()],
+            "postgres": [services.postgres.process.pid],
+        }
         rows: list[dict[str, float | str]] = []
         for rate in args.rates:
             count = rate * args.seconds
             offsets = [n / rate for n in range(count)]
             margin = 20 + count / 1200  # registering runs at ~1,500 jobs/s here
             name = f"steady {rate}/s x {args.seconds}s"
-            rows.append(await scenario(store, dsn, name, offsets, margin, args.task))
+            rows.append(await scenario(store, dsn, name, offsets, margin, args.task, roles=roles))
             print(rows[-1], flush=True)
         if args.spike:
             margin = 20 + args.spike / 1200
             name = f"spike {args.spike}"
             rows.append(await scenario(store, dsn, name, [0.0] * args.spike, margin, args.task,
-                                       show_timeline=args.timeline))  # fmt: skip
+                                       roles=roles, show_timeline=args.timeline))  # fmt: skip
             print(rows[-1], flush=True)
         await store.close()
         print()
         print(
-            "| scenario | executions/s | p50 ms | p99 ms | max ms | succeeded | lost | duplicates |"
+            "| scenario | executions/s | p50 ms | p99 ms | max ms | succeeded | lost | duplicates "
+            "| CPU µs/run: node | executor | postgres |"
         )
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in rows:
             print(
                 f"| {r['scenario']} | {float(r['rate_per_s']):,.0f} | {float(r['p50_ms']):.1f} "
                 f"| {float(r['p99_ms']):.1f} | {float(r['max_ms']):.1f} | {int(r['succeeded']):,} "
-                f"| {int(r['lost'])} | {int(r['duplicates'])} |"
+                f"| {int(r['lost'])} | {int(r['duplicates'])} | {float(r['node_us_per_run']):.0f} "
+                f"| {float(r['executor_us_per_run']):.0f} | {float(r['postgres_us_per_run']):.0f} |"
             )
     finally:
         if cluster is not None:
