@@ -501,8 +501,9 @@ class Engine:
             elif unclaimed.state is ClaimState.CAPPED:
                 self._wait_for_room(item)
             elif unclaimed.state is ClaimState.BLOCKED:
-                if not self._queue_behind(item):
-                    overlapped.append(item)
+                displaced = self._queue_behind(item)
+                if displaced is not None:
+                    overlapped.append(displaced)
             else:
                 self.stats.skipped_overlap += 1
                 self._forget(item.key)
@@ -520,25 +521,32 @@ class Engine:
             except WheelError as exc:  # still pending: the catch-up scan brings them back
                 log.warning("engine.skip_failed", extra={"error": str(exc)})
 
-    def _queue_behind(self, item: Ready) -> bool:
-        """Wait behind the job's running occurrence; False for one the policy skips.
+    def _queue_behind(self, item: Ready) -> Ready | None:
+        """Wait behind the job's running occurrence; returns the one the policy skips.
 
-        Overlap 'queue' keeps one waiting and skips the rest; a manual or
+        Overlap 'queue' keeps the earliest waiting occurrence and skips the rest
+        (a queued one the catch-up released to try again may come back blocked
+        after a later one took the place: it takes the place back); a manual or
         backfilled run ('wait') always waits.
         """
         waiting = self.blocked.setdefault(item.key.job_id, [])
         if any(w.key == item.key for w in waiting):
-            return True
+            return None
         if item.overlap == "wait":
             # It was first in line (released, or the one put in the wheel): it stays
             # first, so runs that wait keep their order however often they are retried.
             waiting.insert(0, item)
-            return True
+            return None
         if not waiting:
             waiting.append(item)
-            return True
+            return None
+        queued = waiting[0]
+        if queued.overlap != "wait" and item.key.scheduled_for < queued.key.scheduled_for:
+            waiting[0] = item
+            self._forget(queued.key)
+            return queued
         self._forget(item.key)
-        return False
+        return item
 
     def release_blocked(self, job_id: JobId) -> None:
         """The job's running occurrence finished: the first waiting one may go."""

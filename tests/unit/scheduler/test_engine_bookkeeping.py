@@ -164,8 +164,28 @@ async def test_a_waiting_run_blocked_again_keeps_its_place_at_the_front() -> Non
         e.retry_blocked()
         head = e.known[runs[1].key]
         e.ready.take("default", 10, lambda tenant: 10)
-        assert e._queue_behind(head)
+        assert e._queue_behind(head) is None, "it waits"
     assert [r.key for r in e.blocked[JobId(job)]] == [r.key for r in runs[1:]]
+
+
+async def test_policy_queue_keeps_the_earliest_occurrence_however_the_claims_interleave() -> None:
+    e = engine()
+    e.own(PartitionId(3), 1)
+    job = uuid.uuid4()
+    second, third = _waiting_runs(job, 2, overlap="queue")
+    e.add_due([second, third])
+    queued, later = e.known[second.key], e.known[third.key]
+    assert e._queue_behind(queued) is None, "the first blocked one waits"
+    e.retry_blocked()  # the catch-up lets it try again; a later one is blocked meanwhile
+    assert e._queue_behind(later) is None
+    assert e._queue_behind(queued) is later, "the earlier one takes its place back"
+    assert [r.key for r in e.blocked[JobId(job)]] == [second.key]
+    assert third.key not in e.known
+    assert second.key in e.known
+    e.add_due([third])
+    again = e.known[third.key]
+    assert e._queue_behind(again) is again, "a later one blocked behind the queued is skipped"
+    assert [r.key for r in e.blocked[JobId(job)]] == [second.key]
 
 
 def test_an_unresponsive_executor_gets_nothing_until_it_speaks() -> None:
