@@ -1,8 +1,8 @@
 """The hot path: occurrences in batches, one round trip per batch, fenced.
 
 Every operation here takes N rows as arrays (unnest) in a single statement,
-never one statement per row (claims and records add one, in their
-transaction, to move their tenants' in-flight counts). Two fences guard the writes: the partition
+never one statement per row; claims and records move their tenants'
+in-flight counts in that statement too. Two fences guard the writes: the partition
 epoch (scheduler ownership, checked by claim and reap) and the execution's
 fence (grows with every dispatch, checked by heartbeat and result). Refused
 writes are return values, not exceptions: a stale fence is an expected
@@ -42,10 +42,9 @@ _NO_PARTITION = "23514"  # check_violation: "no partition of relation ... found 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NIL_UUID = "00000000-0000-0000-0000-000000000000"
 _ANY_TIME_S = 100 * 365 * 86400.0  # "claim whenever it fires"
-
-
-class _Overshot(Exception):
-    """A claim read its tenant's room before a concurrent claim committed and went over."""
+# wheel_count_in_flight: a claim read its tenant's room before a concurrent claim
+# committed, and went over the cap (the statement is rolled back).
+_OVERSHOT = "WH001"
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,8 +275,12 @@ class Occurrences:
         }
         async with translated(), self._pool.connection() as conn:
             try:
-                rows = await self._claim_counted(conn, params, lock=None)
-            except _Overshot:
+                rows = await self._fetch_raw(
+                    sql("claim"), {**params, "refuse_overshoot": True}, conn
+                )
+            except psycopg.Error as exc:
+                if exc.sqlstate != _OVERSHOT:
+                    raise
                 # A concurrent claim of the same tenant committed after this one read its
                 # room: claim again with the tenants' rows locked first (rare: near a cap).
                 lock = {
@@ -285,7 +288,11 @@ class Occurrences:
                     "job_ids": params["job_ids"],
                     "scheduled_fors": params["scheduled_fors"],
                 }
-                rows = await self._claim_counted(conn, params, lock=lock)
+                async with conn.transaction():
+                    await conn.execute(sql("lock_tenants"), lock, binary=True)
+                    rows = await self._fetch_raw(
+                        sql("claim"), {**params, "refuse_overshoot": False}, conn
+                    )
         claimed, unclaimed = [], []
         for (state, job_id, at, tenant, part, fence, attempt, lease_until, version, task_type,
              payload, pool, priority, timeout_ms, fire_at) in rows:  # fmt: skip
@@ -344,7 +351,7 @@ class Occurrences:
         batch = _unique_sorted(results)
         if not batch:
             return RecordOutcome([], [])
-        rows = await self._recorded_counted(
+        rows = await self._fetch(
             sql("record_results"),
             {
                 "job_ids": [r.key.job_id for r in batch],
@@ -364,7 +371,7 @@ class Occurrences:
         """Expired leases of partitions still ours count as failed attempts (same rule)."""
         if not epochs:
             return []
-        rows = await self._recorded_counted(
+        rows = await self._fetch(
             sql("reap"),
             {
                 "partitions": sorted(epochs),
@@ -425,48 +432,6 @@ class Occurrences:
         )
         return sorted(PartitionId(p) for (p,) in rows)
 
-    async def _claim_counted(
-        self,
-        conn: psycopg.AsyncConnection[Any],
-        params: Mapping[str, object],
-        *,
-        lock: Mapping[str, object] | None,
-    ) -> list[tuple[Any, ...]]:
-        """The claim and its tenants' in-flight counts in one transaction; raises
-        `_Overshot` (rolled back) when unlocked and a tenant went over its cap."""
-        async with conn.transaction():
-            if lock is not None:
-                await conn.execute(sql("lock_tenants"), lock, binary=True)
-            rows = await self._fetch_raw(sql("claim"), params, conn)
-            gained = Counter(row[3] for row in rows if row[0] == ClaimState.CLAIMED)
-            if await self._count_in_flight(conn, gained) and lock is None:
-                raise _Overshot
-        return rows
-
-    async def _recorded_counted(
-        self, query: LiteralString, params: Mapping[str, object]
-    ) -> list[tuple[Any, ...]]:
-        """Record attempts and lower their tenants' in-flight counts in one transaction."""
-        async with translated(), self._pool.connection() as conn, conn.transaction():
-            rows = await self._fetch_raw(query, params, conn)
-            released = Counter(row[-1] for row in rows if row[0])
-            await self._count_in_flight(conn, {t: -n for t, n in released.items()})
-        return rows
-
-    async def _count_in_flight(
-        self, conn: psycopg.AsyncConnection[Any], deltas: Mapping[uuid.UUID, int]
-    ) -> bool:
-        """Move tenants' in-flight counts; True when one that gained is over its cap."""
-        if not deltas:
-            return False
-        tenants = sorted(deltas)
-        rows = await self._fetch_raw(
-            sql("count_in_flight"),
-            {"tenant_ids": tenants, "deltas": [deltas[t] for t in tenants]},
-            conn,
-        )
-        return bool(rows[0][0])
-
     async def _fetch(
         self, query: LiteralString, params: Mapping[str, object]
     ) -> list[tuple[Any, ...]]:
@@ -490,7 +455,7 @@ class Occurrences:
 
 def _split(rows: list[tuple[Any, ...]]) -> RecordOutcome:
     recorded, stale = [], []
-    for accepted, job_id, at, fence, current_fence, status, fire_at, attempt, refusal, _ in rows:
+    for accepted, job_id, at, fence, current_fence, status, fire_at, attempt, refusal in rows:
         key = _key(job_id, at)
         if accepted:
             recorded.append(Recorded(key, fence, ExecutionStatus(status), fire_at, attempt))

@@ -83,7 +83,7 @@ async def test_a_claim_that_read_a_stale_room_is_redone_under_the_lock(
             ([4], [1], [k.job_id for k in keys[:3]], [k.scheduled_for for k in keys[:3]],
              [None] * 3, [None] * 3, LEASE_S, AHEAD_S),
         )  # fmt: skip
-        await other_node.execute("SELECT wheel_count_in_flight(%s, %s)", ([owner.id], [3]))
+        await other_node.execute("SELECT wheel_count_in_flight(%s, %s, true)", ([owner.id], [3]))
         claim = asyncio.create_task(
             store.occurrences.claim_batch(keys[3:], epochs, lease_s=LEASE_S, ahead_s=AHEAD_S)
         )

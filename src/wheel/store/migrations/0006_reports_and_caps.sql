@@ -13,7 +13,7 @@
 -- A tenant's max_in_flight is its cap across the cluster: tenants.in_flight
 -- counts its dispatched and running runs, raised by the claim (which leaves
 -- the runs beyond the cap 'capped', still pending) and lowered by every
--- recorded attempt, in the transactions that change the runs (wheel_count_in_flight).
+-- recorded attempt, in the statements that change the runs (wheel_count_in_flight).
 --
 -- The catch-up reads only what became pending since its last pass
 -- (executions.pending_since; before, it re-read the whole overdue backlog every
@@ -102,11 +102,11 @@ AS $$
     ), room AS (
         -- The tenant's in-flight cap holds across the cluster: the runs beyond its
         -- room are left 'capped'. The room is read from this statement's snapshot,
-        -- unlocked; the caller adds what it claimed with wheel_count_in_flight in
-        -- the same transaction, which says whether a concurrent claim made it
-        -- overshoot (then the claim is rolled back and redone with the tenants'
-        -- rows locked first). Locked here, every claim and record of a tenant
-        -- queued behind one another for whole statements.
+        -- unlocked; the caller's statement adds what it claimed with
+        -- wheel_count_in_flight as its last step, which refuses an overshoot (a
+        -- concurrent claim committed meanwhile: the claim is rolled back and redone
+        -- with the tenants' rows locked first). Locked here, every claim and record
+        -- of a tenant queued behind one another for whole statements.
         SELECT t.id, t.max_in_flight - t.in_flight AS free
         FROM tenants t
         WHERE t.id IN (SELECT r.tenant_id FROM ranked r WHERE r.state = 'claimed')
@@ -160,17 +160,22 @@ AS $$
     WHERE p.state IN ('blocked', 'early', 'capped')
 $$;
 
--- A tenant's runs in flight move by these deltas (claimed: +, recorded: -), in
--- the transaction that moved the runs, as its last statement: the tenants' rows
--- are locked in id order (concurrent callers never deadlock) and held only for
--- the commit. True when a tenant that gained runs is now over its cap: a claim
--- that read its room before a concurrent one committed overshot, and must roll
--- back (and claim again with the rows locked first). p_tenant_ids are distinct.
-CREATE FUNCTION wheel_count_in_flight(p_tenant_ids uuid[], p_deltas integer[])
-RETURNS boolean LANGUAGE sql VOLATILE
+-- A tenant's runs in flight move by these deltas (claimed: +, recorded: -), as
+-- the last step of the statement that moved the runs (queries claim, record
+-- and reap): the tenants' rows are locked in id order (concurrent callers never
+-- deadlock) and held only for the commit. True when a tenant that gained runs
+-- is now over its cap: a claim that read its room before a concurrent one
+-- committed overshot. With p_refuse_overshoot that raises SQLSTATE WH001, which
+-- rolls the whole claim back (the caller claims again with the rows locked
+-- first). p_tenant_ids are distinct.
+CREATE FUNCTION wheel_count_in_flight(
+    p_tenant_ids uuid[], p_deltas integer[], p_refuse_overshoot boolean
+) RETURNS boolean LANGUAGE plpgsql VOLATILE
 AS $$
-    SELECT t.id FROM tenants t WHERE t.id = ANY(p_tenant_ids) ORDER BY t.id FOR UPDATE OF t;
-
+DECLARE
+    over boolean;
+BEGIN
+    PERFORM 1 FROM tenants t WHERE t.id = ANY(p_tenant_ids) ORDER BY t.id FOR UPDATE OF t;
     WITH changed AS (
         UPDATE tenants t
         SET in_flight = greatest(t.in_flight + d.n, 0)
@@ -178,7 +183,12 @@ AS $$
         WHERE t.id = d.id
         RETURNING d.n > 0 AND t.in_flight > t.max_in_flight AS over
     )
-    SELECT coalesce(bool_or(c.over), false) FROM changed c
+    SELECT coalesce(bool_or(c.over), false) INTO over FROM changed c;
+    IF over AND p_refuse_overshoot THEN
+        RAISE EXCEPTION 'a claim went over a tenant''s in-flight cap' USING ERRCODE = 'WH001';
+    END IF;
+    RETURN over;
+END
 $$;
 
 DROP FUNCTION wheel_record_attempts(uuid[], timestamptz[], bigint[], wheel_outcome[], text[],

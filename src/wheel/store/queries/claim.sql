@@ -1,7 +1,21 @@
 -- See wheel_claim in the schema: epoch-fenced, skip-locked, tenant-capped; each
--- claimed run is bound to the executor (id and instance) it is handed to.
-SELECT state, job_id, scheduled_for, tenant_id, partition, fence, attempt, lease_until,
-       job_version, task_type, payload, pool, priority, timeout_ms, fire_at
-FROM wheel_claim(%(partitions)s::integer[], %(epochs)s::bigint[], %(job_ids)s::uuid[],
-                 %(scheduled_fors)s::timestamptz[], %(executor_ids)s::text[],
-                 %(instances)s::text[], %(lease_s)s::float8, %(ahead_s)s::float8)
+-- claimed run is bound to the executor (id and instance) it is handed to. The
+-- claimed runs' tenants' in-flight counts move in the same statement, last
+-- (with refuse_overshoot, SQLSTATE WH001 rolls back a claim that went over).
+WITH claimed AS MATERIALIZED (
+    SELECT state, job_id, scheduled_for, tenant_id, partition, fence, attempt, lease_until,
+           job_version, task_type, payload, pool, priority, timeout_ms, fire_at
+    FROM wheel_claim(%(partitions)s::integer[], %(epochs)s::bigint[], %(job_ids)s::uuid[],
+                     %(scheduled_fors)s::timestamptz[], %(executor_ids)s::text[],
+                     %(instances)s::text[], %(lease_s)s::float8, %(ahead_s)s::float8)
+), counted AS (
+    SELECT wheel_count_in_flight(array_agg(g.tenant_id ORDER BY g.tenant_id),
+                                 array_agg(g.n ORDER BY g.tenant_id),
+                                 %(refuse_overshoot)s::boolean) AS over
+    FROM (SELECT c.tenant_id, count(*)::integer AS n FROM claimed c
+          WHERE c.state = 'claimed' GROUP BY c.tenant_id) g
+)
+SELECT c.state, c.job_id, c.scheduled_for, c.tenant_id, c.partition, c.fence, c.attempt,
+       c.lease_until, c.job_version, c.task_type, c.payload, c.pool, c.priority, c.timeout_ms,
+       c.fire_at
+FROM counted CROSS JOIN claimed c
