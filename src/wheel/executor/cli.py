@@ -15,6 +15,7 @@ import click
 
 from wheel import cli_options, configfile, eventloop, logs
 from wheel.errors import WheelError
+from wheel.executor.config import DEFAULT_HOLD
 
 
 def _default_executor_id() -> str:
@@ -71,7 +72,7 @@ def _pools(values: tuple[str, ...]) -> dict[str, int]:
     "--hold",
     type=click.IntRange(0, 1_000_000),
     envvar="WHEEL_HOLD",
-    default=10_000,
+    default=DEFAULT_HOLD,
     show_default=True,
     help="Runs each node may hand over per pool beyond its concurrency, held until their "
     "instant: a spike's claims happen before it (env WHEEL_HOLD).",

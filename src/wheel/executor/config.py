@@ -10,6 +10,10 @@ from types import MappingProxyType
 
 from wheel.errors import ConfigError
 
+DEFAULT_HOLD = 50_000
+"""Runs a stream may hold beyond its concurrency: a spike of 50,000 due at once is
+claimed and handed over before its instant (each held run costs about 1 KB)."""
+
 _KEY_PART = re.compile(r"^[A-Za-z0-9._:-]+$")
 _ENDPOINT = re.compile(r"^(http://)?[^/:\s]+:\d{1,5}$")
 
@@ -30,7 +34,7 @@ class ExecutorConfig:
     """Modules imported at start; their `@wheel.task` decorators register the handlers."""
     pools: Mapping[str, int] = field(default_factory=_default_pools)
     """Executions run at once per pool."""
-    hold: int = 10_000
+    hold: int = DEFAULT_HOLD
     """Runs each stream may hand over per pool beyond its concurrency: nodes claim runs up
     to their `prefetch_ms` ahead and the executor holds them (memory, no slot) until their
     instant, so a spike's database work is done before it. 0: only what can run now."""

@@ -30,6 +30,7 @@ from datetime import datetime
 from typing import cast
 
 from wheel._proto.wheel.v1 import executor_pb2 as pb
+from wheel.executor.config import DEFAULT_HOLD
 from wheel.executor.connection import Stream
 from wheel.executor.context import TaskContext
 from wheel.executor.messages import Dispatch, Outcome, Report, cap_error, describe_error
@@ -44,8 +45,6 @@ from wheel.timingwheel import GcGovernor
 log = logging.getLogger(__name__)
 
 _AsyncHandler = Callable[[TaskContext], Awaitable[object]]
-
-DEFAULT_HOLD = 10_000
 """Runs a stream may hand over per pool beyond its concurrency (held until their instant)."""
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from wheel.errors import ConfigError
 
+_DEFAULT_PREFETCH_MS = 5000
+
 
 @dataclass(frozen=True, slots=True)
 class SchedulerConfig:
@@ -47,10 +49,11 @@ class SchedulerConfig:
     """Runs of jobs whose overlap policy is not 'allow' are claimed and dispatched this long
     before their instant (the overlap check sees the previous run as late as it can); the
     executor starts each at its instant."""
-    prefetch_ms: int = 2000
+    prefetch_ms: int = -1
     """Runs that can overlap nothing (one-offs, overlap 'allow') are claimed and handed to
     executors this long before their instant, so a spike's claims are done before it; the
-    executor holds each (see the executor's `hold`) and starts it at its instant."""
+    executor holds each (see the executor's `hold`) and starts it at its instant. At most
+    half of `lease_s`; unset (-1): 5,000, or half of `lease_s` when that is less."""
     claim_slice_ms: int = 50
     """Occurrences are handed to claims in slices this long (bigger, fewer claim statements);
     must be well under `lead_ms` so a slice is claimed and dispatched before its instants."""
@@ -107,6 +110,9 @@ class SchedulerConfig:
                 raise ConfigError(name, f"must be > 0, got {value}")
         if self.lead_ms < 0:
             raise ConfigError("lead_ms", f"must be >= 0, got {self.lead_ms}")
+        if self.prefetch_ms == -1:
+            derived = max(self.lead_ms, min(_DEFAULT_PREFETCH_MS, int(self.lease_s * 500)))
+            object.__setattr__(self, "prefetch_ms", derived)
         if self.prefetch_ms < self.lead_ms:
             raise ConfigError("prefetch_ms", f"must be >= lead_ms ({self.lead_ms})")
         if self.prefetch_ms * 2 > self.lease_s * 1000:

@@ -22,6 +22,16 @@ def config(**overrides: object) -> SchedulerConfig:
     return SchedulerConfig(**settings)  # type: ignore[arg-type]
 
 
+def test_the_prefetch_defaults_to_5_s_or_half_the_lease() -> None:
+    assert config().prefetch_ms == 5000
+    short = config(lease_s=4, heartbeat_interval_s=2)
+    assert short.prefetch_ms == 2000, "a held run's lease outlasts its wait"
+    assert config(prefetch_ms=800).prefetch_ms == 800
+    with pytest.raises(ConfigError) as raised:
+        config(lease_s=4, heartbeat_interval_s=2, prefetch_ms=3000)
+    assert raised.value.field == "prefetch_ms"
+
+
 @pytest.mark.parametrize(
     ("overrides", "field"),
     [
