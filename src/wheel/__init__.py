@@ -17,7 +17,7 @@ environment. `__distribution__` tells the two apart.
 
 The public names below are imported on first use, so `import wheel` stays
 light (no gRPC): the SDK (`Client`, `AsyncClient`, `now`, `at`, `cron`,
-`Policies`, `MisfirePolicy`, `OverlapPolicy`; results in `wheel.client.types`,
+`Policies`, `MisfirePolicy`, `OverlapPolicy`, `NewJob`; results in `wheel.client.types`,
 errors in `wheel.errors`) and the executor's `task` and `TaskContext`.
 """
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from wheel.client.aio import AsyncClient
     from wheel.client.schedules import at, cron, now
     from wheel.client.sync import Client
+    from wheel.client.types import NewJob
     from wheel.executor.context import TaskContext
     from wheel.executor.tasks import task
     from wheel.model.jobs import MisfirePolicy, OverlapPolicy, Policies
@@ -41,6 +42,7 @@ _LAZY = {
     "AsyncClient": "wheel.client.aio",
     "Client": "wheel.client.sync",
     "MisfirePolicy": "wheel.model.jobs",
+    "NewJob": "wheel.client.types",
     "OverlapPolicy": "wheel.model.jobs",
     "Policies": "wheel.model.jobs",
     "TaskContext": "wheel.executor.context",
@@ -54,6 +56,7 @@ __all__ = [
     "AsyncClient",
     "Client",
     "MisfirePolicy",
+    "NewJob",
     "OverlapPolicy",
     "Policies",
     "TaskContext",

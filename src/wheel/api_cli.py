@@ -19,15 +19,17 @@ whether the CLI, the SDK or the server found it; any other wheel error is
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 
 from wheel import api_cli_show as show
+from wheel.api_cli_file import read_jobs
 from wheel.api_cli_options import (
     INSTANT,
     PAYLOAD,
@@ -58,8 +60,8 @@ def jobs() -> None:
 
 
 @jobs.command("create")
-@click.argument("name")
-@click.option("--task", "task_type", required=True, help="The task type an executor runs.")
+@click.argument("name", required=False)
+@click.option("--task", "task_type", help="The task type an executor runs.")
 @apply(SCHEDULE)
 @apply(PAYLOAD)
 @apply(POLICIES)
@@ -71,19 +73,40 @@ def jobs() -> None:
     help="How many next runs to show.",
 )
 @click.option("--job-id", type=click.UUID, help="The job's id (repeating the create makes one).")
+@click.option(
+    "--file",
+    "jobs_file",
+    type=click.File("r", encoding="utf-8"),
+    help="Create the jobs of a JSON Lines file instead ('-': stdin), one object a line with "
+    'the option names as keys: {"name": "n", "task": "t", "cron": "0 6 * * *", "tz": "UTC"}.',
+)
 @connected
 def create_job(
     session: Session,
-    name: str,
-    task_type: str,
+    name: str | None,
+    task_type: str | None,
     preview: int,
     job_id: uuid.UUID | None,
+    jobs_file: IO[str] | None,
     **options: Any,
 ) -> None:
     """Register job NAME running --task on a schedule: --now, --at or --cron.
 
     Prints the job and its next runs, with a note where DST changes a run.
+    With --file, registers every job of the file at once (batches of 1,000,
+    each all or none; repeating the command with ids in the file makes
+    nothing twice).
     """
+    if jobs_file is not None:
+        given = [n for n, v in (("NAME", name), ("--task", task_type), ("--job-id", job_id))
+                 if v is not None]  # fmt: skip
+        given += [f"--{k.replace('_', '-')}" for k, v in options.items() if v not in (None, False)]
+        if given:
+            raise click.UsageError(f"--file: the jobs come from the file, not {', '.join(given)}")
+        _create_from_file(session, jobs_file)
+        return
+    if name is None or task_type is None:
+        raise click.UsageError("give NAME and --task (or --file)")
     wanted = schedule(options)
     if wanted is None:
         raise click.UsageError(_NO_SCHEDULE)
@@ -101,6 +124,28 @@ def create_job(
 
     for warning in created.warnings:  # stderr: `$(wheel jobs create ... --output id)` works
         click.echo(f"wheel: warning: {warning}", err=True)
+    session.show(created, human)
+
+
+def _create_from_file(session: Session, jobs_file: IO[str]) -> None:
+    from wheel.errors import InvalidArgument
+
+    new_jobs, lines = read_jobs(jobs_file, click.get_current_context())
+    try:
+        created = session.call(lambda client: client.create_jobs(new_jobs))
+    except InvalidArgument as exc:
+        named = re.fullmatch(r"jobs\[(\d+)\]\.(.+)", exc.field)
+        if named is None:
+            raise
+        line = lines[int(named[1])]
+        raise click.BadParameter(f"line {line}: {named[2]}: {exc.reason}",
+                                 param_hint="'--file'") from None  # fmt: skip
+    for warning in sorted({w for job in created for w in job.warnings}):
+        click.echo(f"wheel: warning: {warning}", err=True)
+
+    def human(console: Console) -> None:
+        console.print(f"{len(created)} jobs created (or there already, from an earlier try)")
+
     session.show(created, human)
 
 

@@ -51,7 +51,7 @@ async def jobs(
         for instant in instants
     ]  # fmt: skip
     registered = await register_jobs(store, tenant, specs, partitions=PARTITIONS)
-    return [r.job for r in registered]
+    return [r.job for r in registered.registered]
 
 
 def whole_second(ahead_s: float) -> datetime:

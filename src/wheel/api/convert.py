@@ -167,6 +167,11 @@ def _model(build: Callable[[], T], prefix: str = "") -> T:
         return build()
 
 
+def field_as_sent(name: str) -> str:
+    """A model field's name as a request spells it (`schedule.cron`: `schedule.cron.expression`)."""
+    return _FIELD_NAMES.get(name, name)
+
+
 @contextmanager
 def request_fields(prefix: str = "") -> Iterator[None]:
     """Inside: an InvalidArgument from the model names its field as the request spells it."""

@@ -9,6 +9,7 @@ that state answer with the job.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -23,12 +24,17 @@ from wheel.model.executions import NewOccurrence, Trigger
 from wheel.model.ids import ExecutionKey, JobId, TenantId
 from wheel.model.jobs import Job, JobStatus, ScheduleKind
 from wheel.schedule import SchedulePlan, compile_schedule, preview
-from wheel.scheduler.registration import register_job
+from wheel.scheduler.registration import register_job, register_jobs
 from wheel.store import Store
 
 DEFAULT_PREVIEW = 5
 MAX_PREVIEW = 100
 MAX_BACKFILL = 10_000
+MAX_CREATE_BATCH = 10_000
+"""Jobs per CreateJobs call."""
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
+"""Largest request a node takes (gRPC's default is 4 MiB): a CreateJobs batch."""
+_BATCH_FIELD = re.compile(r"(jobs\[\d+\]\.)(.+)")
 TRIGGER_AHEAD = timedelta(days=2)
 """Day partitions are kept this far ahead: a trigger never makes one."""
 _PREVIEW_JOB = uuid.UUID(int=0)
@@ -63,6 +69,7 @@ class JobsApi:
             "wheel.v1.Jobs",
             [
                 Rpc("CreateJob", api.CreateJobRequest, self.create),
+                Rpc("CreateJobs", api.CreateJobsRequest, self.create_many),
                 Rpc("GetJob", api.GetJobRequest, self.get),
                 Rpc("ListJobs", api.ListJobsRequest, self.list),
                 Rpc("UpdateJob", api.UpdateJobRequest, self.update),
@@ -106,6 +113,49 @@ class JobsApi:
             plan = compile_schedule(spec.schedule, job_id, now=existing.created_at)
             return await self._created(existing, plan, now, count)
         return await self._created(registered.job, registered.plan, now, count)
+
+    async def create_many(
+        self, request: api.CreateJobsRequest, tenant: TenantId
+    ) -> api.CreateJobsResponse:
+        """Many jobs, all or none; one whose id exists with the same definition is answered."""
+        if not request.jobs:
+            raise InvalidArgument("jobs", "give at least one job")
+        if len(request.jobs) > MAX_CREATE_BATCH:
+            raise InvalidArgument("jobs", f"{len(request.jobs)} is more than {MAX_CREATE_BATCH}")
+        specs, ids = [], []
+        first_of: dict[JobId, int] = {}
+        for index, item in enumerate(request.jobs):
+            prefix = f"jobs[{index}]."
+            job_id = convert.job_id(item.job_id, f"{prefix}job_id") if item.job_id else None
+            if job_id is not None:
+                if job_id in first_of:
+                    raise InvalidArgument(
+                        f"{prefix}job_id", f"repeats jobs[{first_of[job_id]}].job_id"
+                    )
+                first_of[job_id] = index
+            ids.append(job_id)
+            specs.append(
+                convert.spec_from(
+                    item.name, item.task_type, item.payload, item.schedule, item.policies, prefix
+                )
+            )
+        now = self._clock()
+        try:
+            registered = await register_jobs(
+                self._store, tenant, specs, partitions=self._partitions, job_ids=ids,
+                clock=lambda: now,
+            )  # fmt: skip
+        except InvalidArgument as exc:
+            named = _BATCH_FIELD.fullmatch(exc.field)
+            if named is None:
+                raise
+            field = named[1] + convert.field_as_sent(named[2])
+            raise InvalidArgument(field, exc.reason) from None
+        jobs = await self._jobs_to([r.job for r in registered.registered])
+        for message in jobs:
+            message.ClearField("payload")  # the caller has it: the answer stays small
+        existed = [i for i, r in enumerate(registered.registered) if r.job.id in registered.existed]
+        return api.CreateJobsResponse(jobs=jobs, existed=existed)
 
     async def _created(
         self, job: Job, plan: SchedulePlan, now: datetime, count: int

@@ -28,7 +28,10 @@ the change happened.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import os
+import re
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime
@@ -66,6 +69,38 @@ def _job_message(spec: JobSpec, job_id: str, version: int = 0) -> pb.Job:
         policies=policies_to(spec.policies),
         version=version,
     )
+
+
+_MAX_CREATE_BATCH = 10_000  # the server's MAX_CREATE_BATCH
+_MAX_BATCH_BYTES = 8 * 1024 * 1024  # half of what a node takes in one request
+_BATCH_FIELD = re.compile(r"jobs\[(\d+)\]\.(.+)")
+
+
+def _batches(
+    requests: list[api.CreateJobRequest], size: int
+) -> list[tuple[int, list[api.CreateJobRequest]]]:
+    """The requests in batches of at most `size` jobs and `_MAX_BATCH_BYTES`, with offsets."""
+    batches: list[tuple[int, list[api.CreateJobRequest]]] = []
+    current: list[api.CreateJobRequest] = []
+    start = current_bytes = 0
+    for index, request in enumerate(requests):
+        size_of = request.ByteSize() + 8
+        if current and (len(current) == size or current_bytes + size_of > _MAX_BATCH_BYTES):
+            batches.append((start, current))
+            current, start, current_bytes = [], index, 0
+        current.append(request)
+        current_bytes += size_of
+    if current:
+        batches.append((start, current))
+    return batches
+
+
+def _renumbered(exc: InvalidArgument, offset: int) -> InvalidArgument:
+    """A batch's `jobs[i].field` error, with `i` counted in the whole input."""
+    named = _BATCH_FIELD.fullmatch(exc.field)
+    if named is None:
+        return exc
+    return InvalidArgument(f"jobs[{int(named[1]) + offset}].{named[2]}", exc.reason)
 
 
 def _statuses(values: Iterable[ExecutionStatus | str]) -> list[pb.ExecutionStatus]:
@@ -182,6 +217,83 @@ class AsyncClient:
         )
         response = await self._transport.call(lambda s: s.jobs.CreateJob, request, retry=True)
         return messages.created_job(response)
+
+    async def create_jobs(
+        self,
+        jobs: Iterable[t.NewJob],
+        *,
+        batch_size: int = 1000,
+        concurrency: int = 4,
+    ) -> list[t.Job]:
+        """Register many jobs: `batch_size` per call (CreateJobs), `concurrency` calls at once.
+
+            jobs = [wheel.NewJob(f"remind-{n}", "reminders.send", wheel.at(when[n]))
+                    for n in range(20_000)]
+            created = await client.create_jobs(jobs)
+
+        Returns the jobs in the order given. A batch is all or none: an invalid
+        job raises InvalidArgument naming it (`jobs[i].<field>`, `i` counted in
+        `jobs`) and its batch writes nothing; batches already answered stay
+        created, the others are not sent. Every job carries an id (its own or
+        one the client picks), so a batch is retried safely; give ids to make
+        the whole call repeatable after a failure part way.
+        """
+        if batch_size < 1 or batch_size > _MAX_CREATE_BATCH:
+            raise InvalidArgument("batch_size", f"must be 1 to {_MAX_CREATE_BATCH}")
+        if concurrency < 1:
+            raise InvalidArgument("concurrency", "must be at least 1")
+        requests, payloads = [], []
+        for index, new in enumerate(jobs):
+            try:
+                spec = JobSpec(new.name, new.task_type, new.schedule, new.payload,
+                               new.policies or Policies())  # fmt: skip
+            except InvalidArgument as exc:
+                raise InvalidArgument(f"jobs[{index}].{exc.field}", exc.reason) from None
+            requests.append(
+                api.CreateJobRequest(
+                    name=spec.name,
+                    task_type=spec.task_type,
+                    payload=spec.payload,
+                    schedule=schedule_to(spec.schedule),
+                    policies=policies_to(spec.policies),
+                    job_id=str(new.job_id) if new.job_id is not None else str(uuid.uuid4()),
+                )
+            )
+            payloads.append(spec.payload)
+        answers = await self._create_batches(_batches(requests, batch_size), concurrency)
+        created = [messages.job(job) for answer in answers for job in answer.jobs]
+        return [
+            dataclasses.replace(job, payload=payload) if payload else job
+            for job, payload in zip(created, payloads, strict=True)
+        ]
+
+    async def _create_batches(
+        self, batches: list[tuple[int, list[api.CreateJobRequest]]], concurrency: int
+    ) -> list[api.CreateJobsResponse]:
+        """Send the batches, `concurrency` at once; the answers in batch order."""
+        answers: list[api.CreateJobsResponse | None] = [None] * len(batches)
+        gate = asyncio.Semaphore(concurrency)
+
+        async def send(number: int, offset: int, batch: list[api.CreateJobRequest]) -> None:
+            async with gate:
+                request = api.CreateJobsRequest(jobs=batch)
+                try:
+                    answer = await self._transport.call(
+                        lambda s: s.jobs.CreateJobs, request, retry=True
+                    )
+                except InvalidArgument as exc:
+                    raise _renumbered(exc, offset) from None
+                answers[number] = answer
+
+        tasks = [asyncio.create_task(send(n, offset, batch))
+                 for n, (offset, batch) in enumerate(batches)]  # fmt: skip
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()  # one failed: the batches not yet sent are not
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return [answer for answer in answers if answer is not None]
 
     async def get_job(self, job_id: JobRef) -> t.Job:
         """The job with this id: `await client.get_job("3f2c...")`."""

@@ -184,6 +184,7 @@ class Client:
         self._finalizer()
 
     create_job = _blocking(AsyncClient.create_job)
+    create_jobs = _blocking(AsyncClient.create_jobs)
     get_job = _blocking(AsyncClient.get_job)
     list_jobs = _blocking(AsyncClient.list_jobs)
     jobs = _iterating(AsyncClient.jobs)

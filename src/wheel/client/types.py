@@ -10,6 +10,7 @@ wire.
 from __future__ import annotations
 
 import enum
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
@@ -119,6 +120,24 @@ class CreatedJob:
     next_runs: tuple[NextRun, ...]
     warnings: tuple[str, ...] = ()
     """What may keep its runs from running, said at creation (the job is created)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """One job for `create_jobs`: what `create_job` takes, as a value.
+
+        wheel.NewJob("ping-42", "http.ping", wheel.at(instant), payload=b"42")
+
+    `job_id` (a UUID) makes its create repeatable, across calls too; without
+    one the client picks one, so its own retries never make a second job.
+    """
+
+    name: str
+    task_type: str
+    schedule: Schedule
+    payload: bytes = b""
+    policies: Policies | None = None
+    job_id: JobId | uuid.UUID | str | None = None
 
 
 @dataclass(frozen=True, slots=True)

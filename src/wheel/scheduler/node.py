@@ -29,7 +29,7 @@ from wheel.api.auth import Authenticator, ExecutorAuthenticator
 from wheel.api.cluster import ClusterApi
 from wheel.api.executions import ExecutionsApi
 from wheel.api.explain import Explainer
-from wheel.api.jobs import JobsApi
+from wheel.api.jobs import MAX_REQUEST_BYTES, JobsApi
 from wheel.api.rpc import add_services
 from wheel.api.served import ServedView
 from wheel.coordinator.etcd import Etcd
@@ -133,6 +133,8 @@ class SchedulerNode:
                 # gRPC sets SO_REUSEPORT by default: a second node on the same --listen
                 # would bind silently and share the port. Off, it fails to start instead.
                 ("grpc.so_reuseport", 0),
+                # A CreateJobs batch may be larger than gRPC's default 4 MiB.
+                ("grpc.max_receive_message_length", MAX_REQUEST_BYTES),
             ]
         )
         stream = ExecutorStreamService(

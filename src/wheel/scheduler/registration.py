@@ -28,6 +28,14 @@ class Registered:
     plan: SchedulePlan
 
 
+@dataclass(frozen=True, slots=True)
+class RegisteredMany:
+    """Jobs registered at once, in the order asked; `existed`: those made by an earlier try."""
+
+    registered: list[Registered]
+    existed: frozenset[JobId]
+
+
 async def register_job(
     store: Store,
     tenant_id: TenantId,
@@ -50,13 +58,20 @@ async def register_jobs(
     specs: Sequence[JobSpec],
     *,
     partitions: int,
+    job_ids: Sequence[JobId | None] | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-) -> list[Registered]:
-    """Store many new jobs at once (all or none); InvalidArgument names the first bad one."""
+) -> RegisteredMany:
+    """Store many jobs at once, all or none (see `Jobs.create_many`).
+
+    InvalidArgument names the first bad one (`jobs[i].<field>`) and nothing is
+    written; `job_ids[i]`, when given, makes the i-th create repeatable.
+    """
+    if job_ids is not None and len(job_ids) != len(specs):
+        raise ValueError("one job id (or None) per spec")
     now = clock()
     prepared = []
     for index, spec in enumerate(specs):
-        job_id = new_job_id()
+        job_id = (job_ids[index] if job_ids is not None else None) or new_job_id()
         try:
             prepared.append((job_id, *_prepare(tenant_id, spec, job_id, partitions, now)))
         except InvalidArgument as exc:
@@ -64,8 +79,10 @@ async def register_jobs(
     rows = [(job_id, partition, spec)
             for (job_id, _, partition, _), spec in zip(prepared, specs, strict=True)]  # fmt: skip
     occurrences = [o for *_, made in prepared for o in made]
-    jobs = await store.jobs.create_many(tenant_id, rows, occurrences)
-    return [Registered(job, plan) for job, (_, plan, _, _) in zip(jobs, prepared, strict=True)]
+    created = await store.jobs.create_many(tenant_id, rows, occurrences)
+    registered = [Registered(job, plan)
+                  for job, (_, plan, _, _) in zip(created.jobs, prepared, strict=True)]  # fmt: skip
+    return RegisteredMany(registered, created.existed)
 
 
 def _prepare(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -121,6 +122,21 @@ def job_from_row(row: dict[str, Any]) -> Job:
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ANALYZE_JOBS_AFTER = 1000
+_JOB_COLUMNS = (
+    "id", "partition", "name", "task_type", "payload", "schedule_kind", "run_at", "cron",
+    "time_zone", "starts_at", "ends_at", "smear_ms", "dst_gap", "dst_fold", "max_attempts",
+    "backoff_base_ms", "backoff_cap_ms", "idempotent", "misfire", "misfire_grace_ms",
+    "misfire_replay_cap", "overlap", "timeout_ms", "priority", "pool",
+)  # fmt: skip
+"""The columns of insert_jobs, each sent as one array."""
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedMany:
+    """What `create_many` stored: the jobs in the order asked, and which existed already."""
+
+    jobs: list[Job]
+    existed: frozenset[JobId]
 
 
 class Jobs:
@@ -159,35 +175,54 @@ class Jobs:
         tenant_id: TenantId,
         jobs: Sequence[tuple[JobId, PartitionId, JobSpec]],
         occurrences: Sequence[NewOccurrence] = (),
-    ) -> list[Job]:
-        """Store many jobs of a tenant and their first occurrences in one transaction.
+    ) -> CreatedMany:
+        """Store many jobs of a tenant and their first occurrences, all or none.
 
-        The statements are pipelined: thousands of jobs cost a few round trips.
+        One statement for the jobs (a column per array) and one for the
+        occurrences, whatever the count. A job whose id exists with the same
+        definition is answered as it is (a repeated create: its occurrences are
+        not made again); an id taken by another definition or another tenant's
+        job is a Conflict naming `jobs[i].job_id`, and nothing is written.
         """
         if not jobs:
-            return []
-        params = [
-            {**spec_params(spec), "id": job_id, "tenant_id": tenant_id, "partition": partition}
-            for job_id, partition, spec in jobs
-        ]
+            return CreatedMany([], frozenset())
+        params: dict[str, Any] = {name: [] for name in _JOB_COLUMNS}
+        for job_id, partition, spec in jobs:
+            row = spec_params(spec)
+            row["id"], row["partition"] = job_id, partition
+            for name in _JOB_COLUMNS:
+                params[name].append(row[name])
+        params["tenant_id"] = tenant_id
         await self._occurrences.ensure_partitions(occurrences)
-        created: list[Job] = []
         async with translated(), self._pool.connection() as conn, conn.transaction():
             cursor = conn.cursor(row_factory=dict_row)
-            await cursor.executemany(sql("insert_job"), params, returning=True)
-            while True:
-                row = await cursor.fetchone()
-                assert row is not None
-                created.append(job_from_row(row))
-                if not cursor.nextset():
-                    break
-            if occurrences:
-                await self._occurrences.insert(occurrences, conn=conn)
-        await self._occurrences.note_inserted(occurrences)
-        if len(created) >= _ANALYZE_JOBS_AFTER:
+            await cursor.execute(sql("insert_jobs"), params, binary=True)
+            made = {row["id"]: job_from_row(row) for row in await cursor.fetchall()}
+            taken = [job_id for job_id, _, _ in jobs if job_id not in made]
+            existing: dict[uuid.UUID, Job] = {}
+            if taken:
+                await cursor.execute(sql("jobs_by_id"), {"ids": taken}, binary=True)
+                existing = {row["id"]: job_from_row(row) for row in await cursor.fetchall()}
+            for index, (job_id, _, spec) in enumerate(jobs):
+                if job_id in made:
+                    continue
+                found = existing.get(job_id)
+                if found is None or found.tenant_id != tenant_id or found.spec != spec:
+                    # Another tenant's id reads as taken, never as theirs.
+                    raise Conflict(
+                        f"jobs[{index}].job_id: {job_id} is taken by another job definition"
+                    )
+                made[job_id] = found
+            fresh = [o for o in occurrences if o.key.job_id not in existing]
+            if fresh:
+                await self._occurrences.insert(fresh, conn=conn)
+        await self._occurrences.note_inserted(fresh)
+        if len(made) - len(existing) >= _ANALYZE_JOBS_AFTER:
             async with translated(), self._pool.connection() as conn:
                 await conn.execute("ANALYZE jobs")  # see TimePartitions.note_inserted
-        return created
+        return CreatedMany(
+            [made[job_id] for job_id, _, _ in jobs], frozenset(JobId(i) for i in existing)
+        )
 
     async def get(self, tenant_id: TenantId, job_id: JobId) -> Job:
         """The job, or NotFound (also when it is another tenant's)."""

@@ -8,6 +8,7 @@ import socket
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -170,3 +171,75 @@ async def test_the_cli_on_a_node(node: SchedulerNode, token: str) -> None:
     assert "cron '30 1 * * *' in UTC" in updated
     listed = await asyncio.to_thread(invoke, executions, "list", "--job", job_id)
     assert "id" in listed
+
+
+async def test_many_jobs_at_once_through_the_sdk(client: AsyncClient, store: Store) -> None:
+    soon = datetime.now(UTC) + timedelta(hours=1)
+    many = [wheel.NewJob(f"remind-{n}", "reminders.send", wheel.at(soon + timedelta(seconds=n)),
+                         payload=str(n).encode(), job_id=uuid.uuid4())
+            for n in range(2500)]  # fmt: skip
+    created = await client.create_jobs(many, batch_size=1000)
+    assert [j.name for j in created] == [j.name for j in many], "in the order given"
+    assert [str(j.id) for j in created] == [str(j.job_id) for j in many]
+    assert created[1234].payload == b"1234", "payloads as given (the server does not echo them)"
+    again = await client.create_jobs(many[:1500], batch_size=700)
+    assert [j.id for j in again] == [j.id for j in created[:1500]], "repeatable: made once"
+
+    later = [wheel.NewJob(f"late-{n}", "t", wheel.cron("0 6 * * *")) for n in range(30)]
+    later[17] = wheel.NewJob("late-17", "t", wheel.cron("0 6 * * 8"))
+    with pytest.raises(InvalidArgument) as bad:
+        await client.create_jobs(later, batch_size=10, concurrency=1)
+    assert bad.value.field == "jobs[17].schedule.cron.expression", "counted in the whole input"
+    names = {job.name async for job in client.jobs()}
+    assert {f"late-{n}" for n in range(10)} <= names, "the batch before it was created"
+    assert not any(f"late-{n}" in names for n in range(10, 30)), "its batch and those after: not"
+    with pytest.raises(InvalidArgument) as unnamed:
+        await client.create_jobs([*later[:3], wheel.NewJob(" ", "t", wheel.now())])
+    assert unnamed.value.field == "jobs[3].name", "refused before anything is sent"
+
+
+async def test_the_cli_creates_the_jobs_of_a_file(
+    node: SchedulerNode, token: str, tmp_path: Path
+) -> None:
+    env = {"WHEEL_ENDPOINTS": node.address, "WHEEL_TOKEN": token, "COLUMNS": "200"}
+    soon = (datetime.now(UTC) + timedelta(hours=1)).isoformat()  # "now+1h" would move on a retry
+    lines = [json.dumps({"name": f"file-{n}", "task": "t", "at": soon, "payload": f"p{n}",
+                         "job-id": str(uuid.uuid4()), "max_attempts": 5})
+             for n in range(40)]  # fmt: skip
+    lines.insert(7, "")
+    lines.append(json.dumps({"name": "nightly", "task": "t", "cron": "30 1 * * *",
+                             "tz": "Europe/London", "overlap": "queue", "now": False}))  # fmt: skip
+    good = tmp_path / "jobs.jsonl"
+    good.write_text("\n".join(lines) + "\n")
+
+    def invoke(*args: str) -> tuple[int, str]:
+        result = CliRunner().invoke(jobs, list(args), env=env)
+        return result.exit_code, result.output
+
+    def ids_of(*args: str) -> list[str]:
+        result = CliRunner().invoke(jobs, list(args), env=env)
+        assert result.exit_code == 0, result.output
+        return result.stdout.split()
+
+    ids = await asyncio.to_thread(ids_of, "create", "--file", str(good), "--output", "id")
+    assert len(ids) == 41
+    again = await asyncio.to_thread(ids_of, "create", "--file", str(good), "--output", "id")
+    assert again[:40] == ids[:40], "the file's ids: repeating it makes nothing twice"
+
+    for content, complaint in (
+        ('{"name": "x", "task": "t", "cron": "61 * * * *"}', "line 1: schedule.cron"),
+        ('{"name": "x", "task": "t", "at": "yesterday"}', "line 1: at:"),
+        ('{"name": "x", "task": "t", "now": true}\n[1]', "line 2: each line must be a JSON object"),
+        ('{"name": "x", "tsak": "t", "now": true}', "line 1: 'tsak' is not a job option"),
+        ('{"name": "x", "now": true}', "line 1: 'task' is required"),
+        ('{"name": "x", "task": "t"}', "line 1: give a schedule"),
+        ("", "no jobs in the file"),
+    ):
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text(content)
+        code, out = await asyncio.to_thread(invoke, "create", "--file", str(bad))
+        assert code == 2, out
+        assert complaint in out, out
+    code, out = await asyncio.to_thread(invoke, "create", "x", "--file", str(good))
+    assert code == 2
+    assert "not NAME" in out

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +20,9 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel._proto.wheel.v1 import executor_pb2_grpc as pb_grpc
 from wheel.scheduler.node import SchedulerNode
+
+STARTED: list[ScriptedExecutor] = []
+"""Every scripted executor started: the suite's fixture stops those a test left running."""
 
 Behaviour = Callable[[pb.Dispatch], Awaitable[tuple[int, str]]]
 """Returns (Result.Outcome, error)."""
@@ -77,8 +80,10 @@ class ScriptedExecutor:
     _task: asyncio.Task[None] | None = None
     _channel: grpc.aio.Channel | None = None
     _running: set[asyncio.Task[None]] = field(default_factory=set)
+    _requests: AsyncGenerator[pb.ExecutorMessage, None] | None = None
 
     async def start(self) -> None:
+        STARTED.append(self)
         self._channel = grpc.aio.insecure_channel(self.address)
         stub = pb_grpc.ExecutorStreamStub(self._channel)
         self._outbox.put_nowait(
@@ -96,10 +101,11 @@ class ScriptedExecutor:
             pb.ExecutorMessage(credit=pb.Credit(pool=self.pool, count=self.capacity))
         )
         metadata = (("authorization", f"Bearer {self.token}"),)
-        call = stub.Connect(self._messages(), metadata=metadata)
+        self._requests = self._messages()
+        call = stub.Connect(self._requests, metadata=metadata)
         self._task = asyncio.create_task(self._receive(call))
 
-    async def _messages(self):  # type: ignore[no-untyped-def]
+    async def _messages(self) -> AsyncGenerator[pb.ExecutorMessage, None]:
         while True:
             message = await self._outbox.get()
             if message is None:
@@ -213,6 +219,11 @@ class ScriptedExecutor:
                 await self._task
         if self._channel is not None:
             await self._channel.close()
+        if self._requests is not None:
+            # Closed here, on its loop: left suspended in the queue's get, it would be
+            # finalised after the loop closed (an unraisable error at the end of the run).
+            with contextlib.suppress(RuntimeError):  # still being driven: it ends by itself
+                await self._requests.aclose()
 
 
 async def connected(node: SchedulerNode, **options: Any) -> ScriptedExecutor:

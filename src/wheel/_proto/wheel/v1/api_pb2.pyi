@@ -40,6 +40,20 @@ class CreateJobResponse(_message.Message):
     warnings: _containers.RepeatedScalarFieldContainer[str]
     def __init__(self, job: _Optional[_Union[_common_pb2.Job, _Mapping]] = ..., next_runs: _Optional[_Iterable[_Union[_common_pb2.NextRun, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
 
+class CreateJobsRequest(_message.Message):
+    __slots__ = ("jobs",)
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[CreateJobRequest]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[CreateJobRequest, _Mapping]]] = ...) -> None: ...
+
+class CreateJobsResponse(_message.Message):
+    __slots__ = ("jobs", "existed")
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    EXISTED_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[_common_pb2.Job]
+    existed: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[_common_pb2.Job, _Mapping]]] = ..., existed: _Optional[_Iterable[int]] = ...) -> None: ...
+
 class GetJobRequest(_message.Message):
     __slots__ = ("id",)
     ID_FIELD_NUMBER: _ClassVar[int]

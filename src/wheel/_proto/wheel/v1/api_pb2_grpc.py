@@ -43,6 +43,11 @@ class JobsStub:
                 request_serializer=wheel_dot_v1_dot_api__pb2.CreateJobRequest.SerializeToString,
                 response_deserializer=wheel_dot_v1_dot_api__pb2.CreateJobResponse.FromString,
                 _registered_method=True)
+        self.CreateJobs = channel.unary_unary(
+                '/wheel.v1.Jobs/CreateJobs',
+                request_serializer=wheel_dot_v1_dot_api__pb2.CreateJobsRequest.SerializeToString,
+                response_deserializer=wheel_dot_v1_dot_api__pb2.CreateJobsResponse.FromString,
+                _registered_method=True)
         self.GetJob = channel.unary_unary(
                 '/wheel.v1.Jobs/GetJob',
                 request_serializer=wheel_dot_v1_dot_api__pb2.GetJobRequest.SerializeToString,
@@ -97,6 +102,17 @@ class JobsServicer:
 
     def CreateJob(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateJobs(self, request, context):
+        """Many jobs in one call, all or none: one invalid job (INVALID_ARGUMENT
+        naming jobs[i] and the field) or a job_id taken by another definition
+        (ALREADY_EXISTS naming jobs[i].job_id) and nothing is written. A job whose
+        job_id exists with the same definition is answered as it is, so a repeated
+        call makes nothing twice.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -166,6 +182,11 @@ def add_JobsServicer_to_server(servicer, server):
                     servicer.CreateJob,
                     request_deserializer=wheel_dot_v1_dot_api__pb2.CreateJobRequest.FromString,
                     response_serializer=wheel_dot_v1_dot_api__pb2.CreateJobResponse.SerializeToString,
+            ),
+            'CreateJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateJobs,
+                    request_deserializer=wheel_dot_v1_dot_api__pb2.CreateJobsRequest.FromString,
+                    response_serializer=wheel_dot_v1_dot_api__pb2.CreateJobsResponse.SerializeToString,
             ),
             'GetJob': grpc.unary_unary_rpc_method_handler(
                     servicer.GetJob,
@@ -242,6 +263,33 @@ class Jobs:
             '/wheel.v1.Jobs/CreateJob',
             wheel_dot_v1_dot_api__pb2.CreateJobRequest.SerializeToString,
             wheel_dot_v1_dot_api__pb2.CreateJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wheel.v1.Jobs/CreateJobs',
+            wheel_dot_v1_dot_api__pb2.CreateJobsRequest.SerializeToString,
+            wheel_dot_v1_dot_api__pb2.CreateJobsResponse.FromString,
             options,
             channel_credentials,
             insecure,

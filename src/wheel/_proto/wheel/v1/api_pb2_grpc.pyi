@@ -42,6 +42,13 @@ class JobsStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> JobsAsyncStub: ...
     CreateJob: _grpc.UnaryUnaryMultiCallable[_api_pb2.CreateJobRequest, _api_pb2.CreateJobResponse]
+    CreateJobs: _grpc.UnaryUnaryMultiCallable[_api_pb2.CreateJobsRequest, _api_pb2.CreateJobsResponse]
+    """Many jobs in one call, all or none: one invalid job (INVALID_ARGUMENT
+    naming jobs[i] and the field) or a job_id taken by another definition
+    (ALREADY_EXISTS naming jobs[i].job_id) and nothing is written. A job whose
+    job_id exists with the same definition is answered as it is, so a repeated
+    call makes nothing twice.
+    """
     GetJob: _grpc.UnaryUnaryMultiCallable[_api_pb2.GetJobRequest, _common_pb2.Job]
     ListJobs: _grpc.UnaryUnaryMultiCallable[_api_pb2.ListJobsRequest, _api_pb2.ListJobsResponse]
     UpdateJob: _grpc.UnaryUnaryMultiCallable[_api_pb2.UpdateJobRequest, _common_pb2.Job]
@@ -63,6 +70,13 @@ class JobsAsyncStub(JobsStub):
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     CreateJob: _aio.UnaryUnaryMultiCallable[_api_pb2.CreateJobRequest, _api_pb2.CreateJobResponse]  # type: ignore[assignment]
+    CreateJobs: _aio.UnaryUnaryMultiCallable[_api_pb2.CreateJobsRequest, _api_pb2.CreateJobsResponse]  # type: ignore[assignment]
+    """Many jobs in one call, all or none: one invalid job (INVALID_ARGUMENT
+    naming jobs[i] and the field) or a job_id taken by another definition
+    (ALREADY_EXISTS naming jobs[i].job_id) and nothing is written. A job whose
+    job_id exists with the same definition is answered as it is, so a repeated
+    call makes nothing twice.
+    """
     GetJob: _aio.UnaryUnaryMultiCallable[_api_pb2.GetJobRequest, _common_pb2.Job]  # type: ignore[assignment]
     ListJobs: _aio.UnaryUnaryMultiCallable[_api_pb2.ListJobsRequest, _api_pb2.ListJobsResponse]  # type: ignore[assignment]
     UpdateJob: _aio.UnaryUnaryMultiCallable[_api_pb2.UpdateJobRequest, _common_pb2.Job]  # type: ignore[assignment]
@@ -87,6 +101,19 @@ class JobsServicer(metaclass=_abc_1.ABCMeta):
         request: _api_pb2.CreateJobRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_api_pb2.CreateJobResponse, _abc.Awaitable[_api_pb2.CreateJobResponse]]: ...
+
+    @_abc_1.abstractmethod
+    def CreateJobs(
+        self,
+        request: _api_pb2.CreateJobsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_api_pb2.CreateJobsResponse, _abc.Awaitable[_api_pb2.CreateJobsResponse]]:
+        """Many jobs in one call, all or none: one invalid job (INVALID_ARGUMENT
+        naming jobs[i] and the field) or a job_id taken by another definition
+        (ALREADY_EXISTS naming jobs[i].job_id) and nothing is written. A job whose
+        job_id exists with the same definition is answered as it is, so a repeated
+        call makes nothing twice.
+        """
 
     @_abc_1.abstractmethod
     def GetJob(
