@@ -1,19 +1,24 @@
-"""End to end on one machine: scheduler nodes and executors as processes, durable Postgres.
+"""End to end on one machine: wheel clusters and pgqueuer on one durable Postgres.
 
-    .venv/bin/python benchmarks/cluster_bench.py [--nodes 2] [--executors 2]
-        [--concurrency 256] [--rates 1000,5000] [--seconds 60] [--spike 50000]
+    PYTHONPATH=. .venv/bin/python benchmarks/cluster_bench.py
+        [--topologies 1x1,2x2] [--workloads spike:20000,steady:1000,register:20000,...]
+        [--concurrency 512] [--seconds 20] [--no-pgqueuer] [--timeline]
 
-Starts etcd and Postgres (fsync on), `wheel scheduler` nodes and `wheel
-executor`s running a no-op task, then for each scenario registers one-off
-jobs up front and waits until every occurrence is final:
+Starts etcd and Postgres (fsync on). For each topology (nodes x executors) it
+starts `wheel scheduler` nodes and `wheel executor`s running a no-op task and
+runs every workload, registering one-off jobs through the public SDK
+(`create_jobs`) before their instant, then waits until every occurrence is
+final; then pgqueuer (benchmarks/pgqueuer_bench.py, 2 worker processes) runs
+the same workloads on the same Postgres. Workloads:
 
-- steady: `rate` occurrences a second, evenly spaced, for `seconds`;
-- spike: `spike` occurrences due at the same instant.
+- `spike:N`: N occurrences due at the same instant (figure: last start after T);
+- `steady:R`: R occurrences a second, evenly spaced, for `--seconds`;
+- `register:N`: N jobs registered through the SDK, one client (jobs/s).
 
-Lateness is the executor's handler start minus the scheduled instant, read
-back from Postgres; lost = occurrences not succeeded once nothing has moved
-for a minute; duplicates = handler runs beyond the first of an occurrence
-(a lease that expired while its executor was still running it).
+Lateness is the handler's start minus the scheduled instant (wheel's read
+back from Postgres); lost = occurrences not succeeded once nothing has moved
+for a minute; duplicates = handler runs beyond the first of an occurrence.
+The last table puts wheel and pgqueuer side by side with wheel ÷ pgqueuer.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import argparse
 import asyncio
 import os
 import shutil
+import socket
 import tempfile
 import time
 import uuid
@@ -30,18 +36,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
-from benchmarks.cpu_accounting import seconds_by_role
+from benchmarks import pgqueuer_bench
+from benchmarks.cpu_accounting import peak_rss_mib, seconds_by_role
 from tests.e2e.cluster import Cluster
 
 from wheel import eventloop
+from wheel.client import AsyncClient, NewJob, at
 from wheel.local import LocalServices
-from wheel.model.jobs import JobSpec, Schedule, ScheduleKind
 from wheel.scheduler.config import SchedulerConfig
-from wheel.scheduler.registration import register_jobs
 from wheel.store import Store, migrate
 
 PARTITIONS = 64
-CHUNK = 5000
 NODE_OPTIONS = {
     "partitions": PARTITIONS,
     "lease_s": 30,
@@ -61,17 +66,11 @@ NODE_OPTIONS = {
 }
 
 
-async def register(store: Store, instants: list[datetime], task: str) -> float:
-    """Register one-off no-op jobs at these instants; returns the seconds it took."""
-    name = f"bench-{uuid.uuid4().hex[:8]}"
-    tenant = (await store.tenants.create(name, max_in_flight=1_000_000)).id
+async def register(client: AsyncClient, instants: list[datetime], task: str) -> float:
+    """Register one-off no-op jobs at these instants through the SDK; the seconds it took."""
+    jobs = [NewJob("bench", task, at(instant)) for instant in instants]
     began = time.perf_counter()
-    for first in range(0, len(instants), CHUNK):
-        specs = [
-            JobSpec("bench", task, Schedule(ScheduleKind.AT, at=instant))
-            for instant in instants[first : first + CHUNK]
-        ]
-        await register_jobs(store, tenant, specs, partitions=PARTITIONS)
+    await client.create_jobs(jobs)
     return time.perf_counter() - began
 
 
@@ -151,19 +150,19 @@ def pending(dsn: str, since: datetime) -> int:
 
 
 async def scenario(
-    store: Store,
+    client: AsyncClient,
     dsn: str,
     name: str,
     offsets_s: list[float],
-    margin_s: float,
     task: str,
     *,
     roles: Mapping[str, list[int]],
     show_timeline: bool = False,
 ) -> dict[str, float | str]:
+    margin_s = 15 + len(offsets_s) / 2000  # the SDK registers 4,000+ jobs/s here
     start = datetime.now(UTC) + timedelta(seconds=margin_s)
     instants = [start + timedelta(seconds=o) for o in offsets_s]
-    took = await register(store, instants, task)
+    took = await register(client, instants, task)
     if datetime.now(UTC) > start:
         raise SystemExit(f"{name}: registering took {took:.1f} s, past the start; raise the margin")
     cpu_before = seconds_by_role(roles)
@@ -188,77 +187,208 @@ async def scenario(
     if show_timeline:
         print(f"{name}:\n{timeline(dsn, start)}", flush=True)
     rate = figures["succeeded"] / figures["span_s"] if figures["span_s"] else 0.0
+    last = (instants[-1] - start).total_seconds()
+    figures["last_start_s"] = figures["span_s"] - last
+    figures["executor_peak_rss_mib"] = peak_rss_mib(list(roles["executor"]))
     return {"scenario": name, "rate_per_s": rate, **figures}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def run_wheel(
+    services: LocalServices, root: Path, topology: str, workloads: list[tuple[str, int]],
+    args: argparse.Namespace,
+) -> dict[str, dict[str, float | str]]:  # fmt: skip
+    """Every workload on a wheel cluster of `topology` ("NxM": nodes x executors)."""
+    nodes, executors = (int(n) for n in topology.split("x"))
+    dsn = services.postgres.dsn()
+    logs = root / f"logs-{topology}"
+    logs.mkdir()
+    cluster = Cluster(dsn, services.etcd.port, f"bench-{topology}", logs=logs)
+    store = await Store.open(dsn, max_size=4)
+    try:
+        addresses = [f"127.0.0.1:{free_port()}" for _ in range(nodes)]
+        for n, address in enumerate(addresses):
+            cluster.start_node(f"node-{n}", listen=address, **NODE_OPTIONS)
+        for n in range(executors):
+            cluster.start_executor(f"executor-{n}", concurrency=args.concurrency)
+        await cluster.ready(within=120, partitions=PARTITIONS)
+        tenant = await store.tenants.create(f"bench-{uuid.uuid4().hex[:8]}",
+                                            max_in_flight=1_000_000)  # fmt: skip
+        _, token = await store.tenants.create_token(tenant.id, "bench")
+        roles = {
+            "node": [p.pid for p in cluster.nodes.values()],
+            "executor": [p.pid for p in cluster.executors.values()],
+            "postgres": [services.postgres.process.pid],
+        }
+        rows: dict[str, dict[str, float | str]] = {}
+        async with AsyncClient(addresses, token=token, timeout_s=60) as client:
+            for kind, n in workloads:
+                label = workload_label(kind, n, args.seconds)
+                if kind == "register":
+                    instants = [datetime.now(UTC) + timedelta(days=2)] * n
+                    took = await register(client, instants, args.task)
+                    rows[label] = {"scenario": label, "jobs_per_s": n / took}
+                elif kind == "spike":
+                    rows[label] = await scenario(
+                        client, dsn, label, [0.0] * n, args.task, roles=roles,
+                        show_timeline=args.timeline,
+                    )  # fmt: skip
+                else:
+                    offsets = [i / n for i in range(n * args.seconds)]
+                    rows[label] = await scenario(client, dsn, label, offsets, args.task,
+                                                 roles=roles)  # fmt: skip
+                print(topology, rows[label], flush=True)
+        return rows
+    finally:
+        await store.close()
+        cluster.stop()
+
+
+async def run_pgqueuer(
+    dsn: str, workloads: list[tuple[str, int]], args: argparse.Namespace
+) -> dict[str, dict[str, float | str]]:
+    """The same workloads on pgqueuer, 2 worker processes, on the same Postgres."""
+    await pgqueuer_bench.install(dsn)
+    rows: dict[str, dict[str, float | str]] = {}
+    for kind, n in workloads:
+        label = workload_label(kind, n, args.seconds)
+        if kind == "register":
+            rows[label] = {
+                "scenario": label,
+                "jobs_per_s": await pgqueuer_bench.registration(dsn, n),
+            }
+        elif kind == "spike":
+            rows[label] = {
+                "scenario": label,
+                **await pgqueuer_bench.spike(dsn, n, margin_s=15 + n / 20000),
+            }
+        else:
+            rows[label] = {
+                "scenario": label,
+                **await pgqueuer_bench.steady(
+                    dsn, n, args.seconds, margin_s=15 + n * args.seconds / 20000
+                ),
+            }
+        print("pgqueuer", rows[label], flush=True)
+    return rows
+
+
+def workload_label(kind: str, n: int, seconds: int) -> str:
+    if kind == "spike":
+        return f"spike {n:,} due at T"
+    if kind == "steady":
+        return f"steady {n:,}/s x {seconds} s"
+    return f"register {n:,} jobs (SDK)"
+
+
+def headline(row: dict[str, float | str] | None) -> tuple[str, float | None, bool]:
+    """A row's figure as text, its value, and whether lower is better."""
+    if row is None:
+        return "—", None, True
+    if "jobs_per_s" in row:
+        value = float(row["jobs_per_s"])
+        return f"{value:,.0f} jobs/s", value, False
+    lost = int(float(row["lost"]))
+    lost_note = f", {lost:,} not run" if lost else ""
+    if str(row["scenario"]).startswith("spike"):
+        value = float(row["last_start_s"])
+        return f"last start {value:.2f} s{lost_note}", value, True
+    value = float(row["p99_ms"])
+    return f"{float(row['rate_per_s']):,.0f}/s, p99 {value:,.1f} ms{lost_note}", value, True
+
+
+def ratio(wheel: float | None, other: float | None, lower_is_better: bool) -> str:
+    if wheel is None or other is None or wheel <= 0 or other <= 0:
+        return "—"
+    better = other / wheel if lower_is_better else wheel / other
+    return f"{better:.1f}x better" if better >= 1 else f"{1 / better:.1f}x worse"
+
+
+def report(
+    wheel: dict[str, dict[str, dict[str, float | str]]],
+    pgq: dict[str, dict[str, float | str]],
+    labels: list[str],
+) -> None:
+    topologies = list(wheel)
+    print()
+    print("| workload | " + " | ".join(f"wheel {t}" for t in topologies)
+          + " | pgqueuer | wheel ÷ pgqueuer (" + topologies[0] + ") |")  # fmt: skip
+    print("|---|" + "---:|" * (len(topologies) + 2))
+    for label in labels:
+        cells = [headline(wheel[t].get(label)) for t in topologies]
+        theirs = headline(pgq.get(label)) if pgq else ("—", None, True)
+        print(f"| {label} | " + " | ".join(c[0] for c in cells) + f" | {theirs[0]} | "
+              + ratio(cells[0][1], theirs[1], cells[0][2]) + " |")  # fmt: skip
+    print()
+    print(
+        "| wheel | workload | executions/s | p50 ms | p99 ms | max ms | succeeded | lost "
+        "| duplicates | CPU µs/run: node | executor | postgres |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for t in topologies:
+        for label in labels:
+            r = wheel[t].get(label)
+            if r is None or "jobs_per_s" in r:
+                continue
+            print(
+                f"| {t} | {label} | {float(r['rate_per_s']):,.0f} | {float(r['p50_ms']):.1f} "
+                f"| {float(r['p99_ms']):.1f} | {float(r['max_ms']):.1f} "
+                f"| {int(float(r['succeeded'])):,} | {int(float(r['lost']))} "
+                f"| {int(float(r['duplicates']))} | {float(r['node_us_per_run']):.0f} "
+                f"| {float(r['executor_us_per_run']):.0f} | {float(r['postgres_us_per_run']):.0f} |"
+            )
 
 
 async def main(args: argparse.Namespace) -> None:
     root = Path(tempfile.mkdtemp(prefix="wheel-cluster-bench-"))
     os.chmod(root, 0o755)  # Postgres's user must reach its data dir
     services = LocalServices.start(root, durable=True)
-    cluster: Cluster | None = None
     try:
         dsn = services.postgres.dsn()
         await migrate(dsn)
-        cluster = Cluster(dsn, services.etcd.port, "bench", logs=root / "logs")
-        (root / "logs").mkdir()
-        for n in range(args.nodes):
-            cluster.start_node(f"node-{n}", **NODE_OPTIONS)
-        for n in range(args.executors):
-            cluster.start_executor(f"executor-{n}", concurrency=args.concurrency)
-        await cluster.ready(within=120, partitions=PARTITIONS)
-        store = await Store.open(dsn, max_size=4)
-        roles = {
-            "node": [p.pid for p in cluster.nodes.values()],
-            "executor": [p.pid for p in cluster.executors.values()],
-            "postgres": [services.postgres.process.pid],
-        }
-        rows: list[dict[str, float | str]] = []
-        for rate in args.rates:
-            count = rate * args.seconds
-            offsets = [n / rate for n in range(count)]
-            margin = 20 + count / 1200  # registering runs at ~1,500 jobs/s here
-            name = f"steady {rate}/s x {args.seconds}s"
-            rows.append(await scenario(store, dsn, name, offsets, margin, args.task, roles=roles))
-            print(rows[-1], flush=True)
-        if args.spike:
-            margin = 20 + args.spike / 1200
-            name = f"spike {args.spike}"
-            rows.append(await scenario(store, dsn, name, [0.0] * args.spike, margin, args.task,
-                                       roles=roles, show_timeline=args.timeline))  # fmt: skip
-            print(rows[-1], flush=True)
-        await store.close()
-        print()
-        print(
-            "| scenario | executions/s | p50 ms | p99 ms | max ms | succeeded | lost | duplicates "
-            "| CPU µs/run: node | executor | postgres |"
-        )
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-        for r in rows:
-            print(
-                f"| {r['scenario']} | {float(r['rate_per_s']):,.0f} | {float(r['p50_ms']):.1f} "
-                f"| {float(r['p99_ms']):.1f} | {float(r['max_ms']):.1f} | {int(r['succeeded']):,} "
-                f"| {int(r['lost'])} | {int(r['duplicates'])} | {float(r['node_us_per_run']):.0f} "
-                f"| {float(r['executor_us_per_run']):.0f} | {float(r['postgres_us_per_run']):.0f} |"
-            )
+        wheel: dict[str, dict[str, dict[str, float | str]]] = {}
+        for topology in args.topologies:
+            wheel[topology] = await run_wheel(services, root, topology, args.workloads, args)
+        pgq = await run_pgqueuer(dsn, args.workloads, args) if args.pgqueuer else {}
+        report(wheel, pgq, [workload_label(k, n, args.seconds) for k, n in args.workloads])
     finally:
-        if cluster is not None:
-            cluster.stop()
         services.stop()
         if args.keep:
-            print(f"kept {root} (logs in {root / 'logs'})")
+            print(f"kept {root}")
         else:
             shutil.rmtree(root, ignore_errors=True)
 
 
+def _workloads(text: str) -> list[tuple[str, int]]:
+    workloads = []
+    for item in text.split(","):
+        kind, _, count = item.partition(":")
+        if kind not in ("spike", "steady", "register") or not count.isdigit():
+            raise argparse.ArgumentTypeError(f"{item!r}: spike:N, steady:RATE or register:N")
+        workloads.append((kind, int(count)))
+    return workloads
+
+
 def parse() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=2)
-    parser.add_argument("--executors", type=int, default=2)
-    parser.add_argument("--concurrency", type=int, default=256)
-    parser.add_argument("--rates", type=lambda s: [int(x) for x in s.split(",") if x],
-                        default=[1000, 5000])  # fmt: skip
-    parser.add_argument("--seconds", type=int, default=60)
-    parser.add_argument("--spike", type=int, default=50_000)
+    parser.add_argument("--topologies", type=lambda s: s.split(","), default=["1x1", "2x2"])
+    parser.add_argument(
+        "--workloads",
+        type=_workloads,
+        default=_workloads(
+            "spike:20000,spike:100000,steady:1000,steady:5000,steady:10000,register:20000"
+        ),
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=512, help="each executor's pool of concurrent runs"
+    )
+    parser.add_argument("--seconds", type=int, default=20, help="how long a steady rate lasts")
+    parser.add_argument("--pgqueuer", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--keep", action="store_true", help="keep the data and logs directory")
     parser.add_argument("--timeline", action="store_true",
                         help="print the spike's claims, starts, finishes per 250 ms")  # fmt: skip

@@ -54,3 +54,17 @@ def seconds_by_role(roots: Mapping[str, list[int]]) -> dict[str, float]:
     """CPU seconds per role, each role the sum of its process trees."""
     parents = _parents()
     return {role: sum(tree_seconds(pid, parents) for pid in pids) for role, pids in roots.items()}
+
+
+def peak_rss_mib(pids: list[int]) -> float:
+    """The largest peak resident set (VmHWM) of these processes, in MiB (0 when gone)."""
+    peak = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]))
+        except OSError:
+            continue
+    return peak / 1024

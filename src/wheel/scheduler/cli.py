@@ -17,6 +17,8 @@ _HELP = {
     "node_id": "This node's id (default: the host name; a StatefulSet pod's name).",
     "postgres_dsn": "Postgres connection string.",
     "etcd_endpoint": "etcd endpoint, host:port.",
+    "prefetch_ms": "Claim and hand over runs that overlap nothing this long before their "
+    "instant (-1: 5000, or half of --lease-s when that is less).",
 }
 _TYPES: dict[object, type] = {"str": str, "int": int, "float": float}
 
