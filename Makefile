@@ -47,9 +47,14 @@ bench: $(VENV)/.installed-test
 	$(PY) benchmarks/materialiser_bench.py
 	$(PY) benchmarks/timingwheel_bench.py --quick  # full run: no --quick, ~25 min
 
-# The whole system on this machine: nodes and executors as processes, durable Postgres
-# (~10 min; figures in docs/benchmarks.md). ARGS="--rates 1000 --seconds 20 --spike 5000".
-bench-cluster: $(VENV)/.installed-test
+# The whole system on this machine: wheel on 1x1 and 2x2 (nodes x executors) and pgqueuer
+# on the same durable Postgres (~30 min; figures in docs/benchmarks.md).
+# ARGS="--topologies 1x1 --workloads spike:20000,steady:1000 --no-pgqueuer".
+$(VENV)/.installed-bench: $(VENV)/.installed-test
+	$(PIP) install -e '.[test,bench]'
+	@touch $@
+
+bench-cluster: $(VENV)/.installed-bench
 	PYTHONPATH=. $(PY) benchmarks/cluster_bench.py $(ARGS)
 
 # The public API against the same work in-process (~2 min). ARGS="--calls 2000 --concurrency 16".
