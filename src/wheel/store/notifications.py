@@ -115,12 +115,12 @@ async def _follow(
             arrived.put_nowait(parse_notification(notify.payload))
 
     reader = asyncio.create_task(read(), name="notifications read")
+    waiting: asyncio.Future[Notification] | None = None
     try:
         while True:
             waiting = asyncio.ensure_future(arrived.get())
             done, _ = await asyncio.wait({waiting, reader}, return_when=asyncio.FIRST_COMPLETED)
             if waiting not in done:
-                waiting.cancel()
                 reader.result()  # the connection broke: raise how
                 return
             batch = [waiting.result()]
@@ -131,5 +131,9 @@ async def _follow(
             except Exception as exc:  # the store away: the catch-up scan covers it
                 log.warning("notifications.handle_failed", extra={"error": repr(exc)})
     finally:
-        reader.cancel()
-        await asyncio.gather(reader, return_exceptions=True)
+        # Cancelled while waiting, the get must end too: left pending, it outlived the
+        # node (a task per stop, destroyed pending when the loop closed).
+        pending = [task for task in (waiting, reader) if task is not None]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)

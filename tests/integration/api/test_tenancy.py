@@ -232,6 +232,10 @@ CASES: dict[str, Case] = {
     "/wheel.v1.Jobs/CreateJob": Case(
         lambda w: create("nightly", job_id=w.job.id), create_is_refused
     ),
+    "/wheel.v1.Jobs/CreateJobs": Case(
+        lambda w: apb.CreateJobsRequest(jobs=[create("nightly", job_id=w.job.id)]),
+        create_is_refused,
+    ),
     "/wheel.v1.Jobs/GetJob": Case(lambda w: apb.GetJobRequest(id=w.job.id)),
     "/wheel.v1.Jobs/ListJobs": Case(lambda w: apb.ListJobsRequest(page_size=1000), only_bobs_jobs),
     "/wheel.v1.Jobs/UpdateJob": Case(_edited),

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import pytest
+from psycopg import Notify
 
 from wheel.errors import ConfigError
 from wheel.model.ids import PartitionId
 from wheel.scheduler.config import SchedulerConfig
-from wheel.store.notifications import merge, parse_notification
+from wheel.store.notifications import _follow, merge, parse_notification
 
 
 def config(**overrides: object) -> SchedulerConfig:
@@ -85,3 +88,26 @@ def test_a_burst_of_notifications_is_handled_as_one() -> None:
     assert int(merged.created_at.timestamp() * 1000) == ms - 20, "from the oldest creation"
     assert merge([parse_notification(f"{ms}|3:{ms}"), parse_notification("6:0")]).created_at is None
     assert merge([parse_notification(f"{ms}|3:{ms}"), parse_notification("*")]).earliest is None
+
+
+async def test_a_listener_stopped_while_it_waits_leaves_no_task_behind() -> None:
+    reading = asyncio.Event()
+
+    class Silent:
+        """A connection on which no notification ever arrives."""
+
+        async def notifies(self) -> AsyncIterator[Notify]:
+            reading.set()  # the listener waits on its queue by now
+            await asyncio.Event().wait()
+            yield Notify("wheel_due", "", 0)
+
+    async def handle(_: object) -> None:
+        raise AssertionError("nothing arrived")
+
+    follow = asyncio.create_task(_follow(Silent(), handle))  # type: ignore[arg-type]
+    await reading.wait()
+    assert len(asyncio.all_tasks()) == 4, "this test, the listener, its reader and its get"
+    follow.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await follow
+    assert asyncio.all_tasks() == {asyncio.current_task()}, "the get is cancelled too"
