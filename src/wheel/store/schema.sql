@@ -162,6 +162,37 @@ CREATE TABLE partition_epochs (
     updated_at      timestamptz NOT NULL DEFAULT now()
 );
 
+-- A tenant's runs in flight move by these deltas (claimed: +, recorded: -), as
+-- the last step of the statement that moved the runs (the claim query, and
+-- wheel_record_attempts for results and the reaper): the tenants' rows are locked in id order (concurrent callers never
+-- deadlock) and held only for the commit. True when a tenant that gained runs
+-- is now over its cap: a claim that read its room before a concurrent one
+-- committed overshot. With p_refuse_overshoot that raises SQLSTATE WH001, which
+-- rolls the whole claim back (the caller claims again with the rows locked
+-- first). p_tenant_ids are distinct.
+CREATE FUNCTION wheel_count_in_flight(
+    p_tenant_ids uuid[], p_deltas integer[], p_refuse_overshoot boolean
+) RETURNS boolean LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    over boolean;
+BEGIN
+    PERFORM 1 FROM tenants t WHERE t.id = ANY(p_tenant_ids) ORDER BY t.id FOR UPDATE OF t;
+    WITH changed AS (
+        UPDATE tenants t
+        SET in_flight = greatest(t.in_flight + d.n, 0)
+        FROM unnest(p_tenant_ids, p_deltas) AS d (id, n)
+        WHERE t.id = d.id
+        RETURNING d.n > 0 AND t.in_flight > t.max_in_flight AS over
+    )
+    SELECT coalesce(bool_or(c.over), false) INTO over FROM changed c;
+    IF over AND p_refuse_overshoot THEN
+        RAISE EXCEPTION 'a claim went over a tenant''s in-flight cap' USING ERRCODE = 'WH001';
+    END IF;
+    RETURN over;
+END
+$$;
+
 -- Record attempt results where the fence still matches, in one statement:
 -- the execution moves on and the attempt is logged. Results and the reaper
 -- both come here, so the rule after an attempt lives in this one place:
@@ -170,10 +201,10 @@ CREATE TABLE partition_epochs (
 -- otherwise retry with exponential backoff and full jitter until attempts
 -- run out, then dead. (Inlined, not a function of its own: a function call
 -- per row cost half the statement.)
--- Returns a row per input: accepted (with the run's tenant, whose in-flight
--- count the caller's statement lowers: wheel_count_in_flight), or
--- refused as stale with the current fence and status (NULL when the execution
--- does not exist). Inputs are matched on (job_id, scheduled_for, fence).
+-- The accepted runs' tenants' in-flight counts are lowered, last. Returns a
+-- row per input: accepted, or refused as stale with the current fence and
+-- status (NULL when the execution does not exist). Inputs are matched on
+-- (job_id, scheduled_for, fence).
 CREATE FUNCTION wheel_record_attempts(
     p_job_ids uuid[], p_scheduled_fors timestamptz[], p_fences bigint[],
     p_outcomes wheel_outcome[], p_executors text[], p_instances text[], p_started timestamptz[],
@@ -181,7 +212,7 @@ CREATE FUNCTION wheel_record_attempts(
 ) RETURNS TABLE (
     accepted boolean, job_id uuid, scheduled_for timestamptz, fence bigint,
     current_fence bigint, status wheel_execution_status, fire_at timestamptz, attempt integer,
-    refusal text, tenant_id uuid
+    refusal text
 ) LANGUAGE sql VOLATILE
 SET enable_hashjoin = off SET enable_mergejoin = off  -- see wheel_claim
 AS $$
@@ -275,10 +306,17 @@ AS $$
         SELECT d.job_id, d.scheduled_for, d.attempt, d.fence, d.executor_id, d.started_at,
                d.finished_at, d.outcome, d.error
         FROM decided d
+    ), released AS (
+        -- The runs left flight: their tenants' counts go down, last (see
+        -- wheel_count_in_flight).
+        SELECT wheel_count_in_flight(array_agg(g.tenant_id ORDER BY g.tenant_id),
+                                     array_agg(-g.n ORDER BY g.tenant_id), false) AS over
+        FROM (SELECT u.tenant_id, count(*)::integer AS n FROM updated u
+              GROUP BY u.tenant_id) g
     )
     SELECT true, u.job_id, u.scheduled_for, u.fence, u.fence, u.status, u.fire_at, u.attempt,
-           NULL::text, u.tenant_id
-    FROM updated u
+           NULL::text
+    FROM released CROSS JOIN updated u
     UNION ALL
     -- Refused: 'stale' (re-dispatched since, or no longer running), or 'not_yours'
     -- (dispatched to another executor: nothing about the run is told back).
@@ -287,7 +325,7 @@ AS $$
            CASE WHEN p.fence_held THEN NULL ELSE e.status END,
            CASE WHEN p.fence_held THEN NULL ELSE e.fire_at END,
            CASE WHEN p.fence_held THEN NULL ELSE e.attempt END,
-           CASE WHEN p.fence_held THEN 'not_yours' ELSE 'stale' END, NULL::uuid
+           CASE WHEN p.fence_held THEN 'not_yours' ELSE 'stale' END
     FROM probed p
     LEFT JOIN LATERAL (
         SELECT e.fence, e.status, e.fire_at, e.attempt
@@ -296,6 +334,20 @@ AS $$
         LIMIT 1
     ) e ON true
     WHERE p.held IS NULL
+$$;
+
+-- How a pending run waits for its job's other runs, as the loader routes it: a
+-- manual or backfilled run, or a retry, is never skipped by the overlap policy
+-- ('wait'); a one-off's scheduled run has no other run to overlap ('allow': it
+-- may be claimed ahead); otherwise the job's policy. (Inlined by the planner.)
+CREATE FUNCTION wheel_run_overlap(
+    p_trigger text, p_attempt integer, p_overlap text, p_schedule_kind text
+) RETURNS text LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE WHEN (p_trigger <> 'schedule' OR p_attempt > 0) AND p_overlap <> 'allow'
+                THEN 'wait'
+                WHEN p_schedule_kind <> 'cron' THEN 'allow'
+                ELSE p_overlap END
 $$;
 
 -- The loader's page: pending occurrences of active jobs in some partitions,
@@ -315,13 +367,7 @@ SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
 AS $$
     SELECT e.job_id, e.scheduled_for, e.partition, e.fire_at, e.priority, e.job_version,
            e.tenant_id, j.pool, j.task_type,
-           -- A manual or backfilled run, or a retry, is never skipped by the overlap
-           -- policy: it waits. A one-off's scheduled run has no other run to overlap
-           -- ('allow': it may be claimed ahead).
-           CASE WHEN (e.trigger <> 'schedule' OR e.attempt > 0) AND j.overlap <> 'allow'
-                THEN 'wait'
-                WHEN j.schedule_kind <> 'cron' THEN 'allow'
-                ELSE j.overlap END
+           wheel_run_overlap(e.trigger, e.attempt, j.overlap, j.schedule_kind)
     FROM executions e
     CROSS JOIN LATERAL (
         SELECT j.pool, j.task_type, j.overlap, j.schedule_kind
@@ -490,37 +536,6 @@ AS $$
            NULL, NULL, NULL, NULL, p.fire_at
     FROM decided p
     WHERE p.state IN ('blocked', 'early', 'capped')
-$$;
-
--- A tenant's runs in flight move by these deltas (claimed: +, recorded: -), as
--- the last step of the statement that moved the runs (queries claim, record
--- and reap): the tenants' rows are locked in id order (concurrent callers never
--- deadlock) and held only for the commit. True when a tenant that gained runs
--- is now over its cap: a claim that read its room before a concurrent one
--- committed overshot. With p_refuse_overshoot that raises SQLSTATE WH001, which
--- rolls the whole claim back (the caller claims again with the rows locked
--- first). p_tenant_ids are distinct.
-CREATE FUNCTION wheel_count_in_flight(
-    p_tenant_ids uuid[], p_deltas integer[], p_refuse_overshoot boolean
-) RETURNS boolean LANGUAGE plpgsql VOLATILE
-AS $$
-DECLARE
-    over boolean;
-BEGIN
-    PERFORM 1 FROM tenants t WHERE t.id = ANY(p_tenant_ids) ORDER BY t.id FOR UPDATE OF t;
-    WITH changed AS (
-        UPDATE tenants t
-        SET in_flight = greatest(t.in_flight + d.n, 0)
-        FROM unnest(p_tenant_ids, p_deltas) AS d (id, n)
-        WHERE t.id = d.id
-        RETURNING d.n > 0 AND t.in_flight > t.max_in_flight AS over
-    )
-    SELECT coalesce(bool_or(c.over), false) INTO over FROM changed c;
-    IF over AND p_refuse_overshoot THEN
-        RAISE EXCEPTION 'a claim went over a tenant''s in-flight cap' USING ERRCODE = 'WH001';
-    END IF;
-    RETURN over;
-END
 $$;
 
 -- The misfire rule for occurrences that came due while nobody fired them (a

@@ -161,8 +161,8 @@ AS $$
 $$;
 
 -- A tenant's runs in flight move by these deltas (claimed: +, recorded: -), as
--- the last step of the statement that moved the runs (queries claim, record
--- and reap): the tenants' rows are locked in id order (concurrent callers never
+-- the last step of the statement that moved the runs (the claim query, and
+-- wheel_record_attempts for results and the reaper): the tenants' rows are locked in id order (concurrent callers never
 -- deadlock) and held only for the commit. True when a tenant that gained runs
 -- is now over its cap: a claim that read its room before a concurrent one
 -- committed overshot. With p_refuse_overshoot that raises SQLSTATE WH001, which
@@ -201,7 +201,7 @@ CREATE FUNCTION wheel_record_attempts(
 ) RETURNS TABLE (
     accepted boolean, job_id uuid, scheduled_for timestamptz, fence bigint,
     current_fence bigint, status wheel_execution_status, fire_at timestamptz, attempt integer,
-    refusal text, tenant_id uuid
+    refusal text
 ) LANGUAGE sql VOLATILE
 SET enable_hashjoin = off SET enable_mergejoin = off  -- see wheel_claim
 AS $$
@@ -295,10 +295,17 @@ AS $$
         SELECT d.job_id, d.scheduled_for, d.attempt, d.fence, d.executor_id, d.started_at,
                d.finished_at, d.outcome, d.error
         FROM decided d
+    ), released AS (
+        -- The runs left flight: their tenants' counts go down, last (see
+        -- wheel_count_in_flight).
+        SELECT wheel_count_in_flight(array_agg(g.tenant_id ORDER BY g.tenant_id),
+                                     array_agg(-g.n ORDER BY g.tenant_id), false) AS over
+        FROM (SELECT u.tenant_id, count(*)::integer AS n FROM updated u
+              GROUP BY u.tenant_id) g
     )
     SELECT true, u.job_id, u.scheduled_for, u.fence, u.fence, u.status, u.fire_at, u.attempt,
-           NULL::text, u.tenant_id
-    FROM updated u
+           NULL::text
+    FROM released CROSS JOIN updated u
     UNION ALL
     -- Refused: 'stale' (re-dispatched since, or no longer running), or 'not_yours'
     -- (dispatched to another executor: nothing about the run is told back).
@@ -307,7 +314,7 @@ AS $$
            CASE WHEN p.fence_held THEN NULL ELSE e.status END,
            CASE WHEN p.fence_held THEN NULL ELSE e.fire_at END,
            CASE WHEN p.fence_held THEN NULL ELSE e.attempt END,
-           CASE WHEN p.fence_held THEN 'not_yours' ELSE 'stale' END, NULL::uuid
+           CASE WHEN p.fence_held THEN 'not_yours' ELSE 'stale' END
     FROM probed p
     LEFT JOIN LATERAL (
         SELECT e.fence, e.status, e.fire_at, e.attempt
@@ -373,6 +380,20 @@ AS $$
     SELECT count(*) FROM skipped
 $$;
 
+-- How a pending run waits for its job's other runs, as the loader routes it: a
+-- manual or backfilled run, or a retry, is never skipped by the overlap policy
+-- ('wait'); a one-off's scheduled run has no other run to overlap ('allow': it
+-- may be claimed ahead); otherwise the job's policy. (Inlined by the planner.)
+CREATE FUNCTION wheel_run_overlap(
+    p_trigger text, p_attempt integer, p_overlap text, p_schedule_kind text
+) RETURNS text LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE WHEN (p_trigger <> 'schedule' OR p_attempt > 0) AND p_overlap <> 'allow'
+                THEN 'wait'
+                WHEN p_schedule_kind <> 'cron' THEN 'allow'
+                ELSE p_overlap END
+$$;
+
 -- A one-off's scheduled run is 'allow' to the loader (it can overlap nothing) and
 -- needs no overlap probe in the claim.
 CREATE OR REPLACE FUNCTION wheel_load_due(
@@ -388,13 +409,7 @@ SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
 AS $$
     SELECT e.job_id, e.scheduled_for, e.partition, e.fire_at, e.priority, e.job_version,
            e.tenant_id, j.pool, j.task_type,
-           -- A manual or backfilled run, or a retry, is never skipped by the overlap
-           -- policy: it waits. A one-off's scheduled run has no other run to overlap
-           -- ('allow': it may be claimed ahead).
-           CASE WHEN (e.trigger <> 'schedule' OR e.attempt > 0) AND j.overlap <> 'allow'
-                THEN 'wait'
-                WHEN j.schedule_kind <> 'cron' THEN 'allow'
-                ELSE j.overlap END
+           wheel_run_overlap(e.trigger, e.attempt, j.overlap, j.schedule_kind)
     FROM executions e
     CROSS JOIN LATERAL (
         SELECT j.pool, j.task_type, j.overlap, j.schedule_kind

@@ -4,10 +4,7 @@
 -- short, recent range), after a keyset cursor; routing as in wheel_load_due.
 SELECT e.job_id, e.scheduled_for, e.partition, e.fire_at, e.priority, e.job_version,
        e.tenant_id, j.pool, j.task_type,
-       CASE WHEN (e.trigger <> 'schedule' OR e.attempt > 0) AND j.overlap <> 'allow'
-            THEN 'wait'
-            WHEN j.schedule_kind <> 'cron' THEN 'allow'
-            ELSE j.overlap END,
+       wheel_run_overlap(e.trigger, e.attempt, j.overlap, j.schedule_kind),
        e.pending_since
 FROM executions e
 CROSS JOIN LATERAL (

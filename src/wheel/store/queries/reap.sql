@@ -19,27 +19,17 @@ WITH owned AS (
     SELECT array_agg(job_id) AS job_ids, array_agg(scheduled_for) AS scheduled_fors,
            array_agg(fence) AS fences, count(*) AS n
     FROM expired
-), recorded AS MATERIALIZED (
-    SELECT r.accepted, r.job_id, r.scheduled_for, r.fence, r.current_fence,
-           r.status::text AS status, r.fire_at, r.attempt, r.refusal, r.tenant_id
-    FROM batch,
-         LATERAL wheel_record_attempts(
-             batch.job_ids, batch.scheduled_fors, batch.fences,
-             array_fill('lease_expired'::wheel_outcome, ARRAY[batch.n::integer]),
-             array_fill(NULL::text, ARRAY[batch.n::integer]),
-             array_fill(NULL::text, ARRAY[batch.n::integer]),
-             array_fill(NULL::timestamptz, ARRAY[batch.n::integer]),
-             array_fill(NULL::timestamptz, ARRAY[batch.n::integer]),
-             array_fill('lease expired: no result or heartbeat in time'::text,
-                        ARRAY[batch.n::integer])) r
-    WHERE batch.n > 0
-), counted AS (
-    -- Their tenants' in-flight counts are lowered in the same statement, last.
-    SELECT wheel_count_in_flight(array_agg(g.tenant_id ORDER BY g.tenant_id),
-                                 array_agg(-g.n ORDER BY g.tenant_id), false) AS over
-    FROM (SELECT r.tenant_id, count(*)::integer AS n FROM recorded r
-          WHERE r.accepted GROUP BY r.tenant_id) g
 )
-SELECT r.accepted, r.job_id, r.scheduled_for, r.fence, r.current_fence, r.status, r.fire_at,
+SELECT r.accepted, r.job_id, r.scheduled_for, r.fence, r.current_fence, r.status::text, r.fire_at,
        r.attempt, r.refusal
-FROM counted CROSS JOIN recorded r
+FROM batch,
+     LATERAL wheel_record_attempts(
+         batch.job_ids, batch.scheduled_fors, batch.fences,
+         array_fill('lease_expired'::wheel_outcome, ARRAY[batch.n::integer]),
+         array_fill(NULL::text, ARRAY[batch.n::integer]),
+         array_fill(NULL::text, ARRAY[batch.n::integer]),
+         array_fill(NULL::timestamptz, ARRAY[batch.n::integer]),
+         array_fill(NULL::timestamptz, ARRAY[batch.n::integer]),
+         array_fill('lease expired: no result or heartbeat in time'::text,
+                    ARRAY[batch.n::integer])) r
+WHERE batch.n > 0
