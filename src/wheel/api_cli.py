@@ -19,7 +19,6 @@ whether the CLI, the SDK or the server found it; any other wheel error is
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Callable
 from datetime import datetime
@@ -134,11 +133,10 @@ def _create_from_file(session: Session, jobs_file: IO[str]) -> None:
     try:
         created = session.call(lambda client: client.create_jobs(new_jobs))
     except InvalidArgument as exc:
-        named = re.fullmatch(r"jobs\[(\d+)\]\.(.+)", exc.field)
-        if named is None:
+        item = exc.in_batch()
+        if item is None:
             raise
-        line = lines[int(named[1])]
-        raise click.BadParameter(f"line {line}: {named[2]}: {exc.reason}",
+        raise click.BadParameter(f"line {lines[item[0]]}: {item[1]}: {exc.reason}",
                                  param_hint="'--file'") from None  # fmt: skip
     for warning in sorted({w for job in created for w in job.warnings}):
         click.echo(f"wheel: warning: {warning}", err=True)

@@ -26,6 +26,7 @@ the context needed to act on them; expected outcomes are return values.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 
@@ -61,6 +62,14 @@ class ConfigError(FieldError):
 
 class InvalidArgument(FieldError):
     """A request value is invalid; nothing was written."""
+
+    def in_batch(self) -> tuple[int, str] | None:
+        """For a field of a batch's item, `jobs[3].schedule.cron`: (3, "schedule.cron")."""
+        named = _BATCH_ITEM.fullmatch(self.field)
+        return None if named is None else (int(named[1]), named[2])
+
+
+_BATCH_ITEM = re.compile(r"jobs\[(\d+)\]\.(.+)")
 
 
 class NotFound(WheelError):

@@ -9,7 +9,6 @@ that state answer with the job.
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -34,7 +33,6 @@ MAX_CREATE_BATCH = 10_000
 """Jobs per CreateJobs call."""
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
 """Largest request a node takes (gRPC's default is 4 MiB): a CreateJobs batch."""
-_BATCH_FIELD = re.compile(r"(jobs\[\d+\]\.)(.+)")
 TRIGGER_AHEAD = timedelta(days=2)
 """Day partitions are kept this far ahead: a trigger never makes one."""
 _PREVIEW_JOB = uuid.UUID(int=0)
@@ -146,10 +144,10 @@ class JobsApi:
                 clock=lambda: now,
             )  # fmt: skip
         except InvalidArgument as exc:
-            named = _BATCH_FIELD.fullmatch(exc.field)
+            named = exc.in_batch()
             if named is None:
                 raise
-            field = named[1] + convert.field_as_sent(named[2])
+            field = f"jobs[{named[0]}].{convert.field_as_sent(named[1])}"
             raise InvalidArgument(field, exc.reason) from None
         jobs = await self._jobs_to([r.job for r in registered.registered])
         for message in jobs:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
-import re
 import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime
@@ -73,7 +72,6 @@ def _job_message(spec: JobSpec, job_id: str, version: int = 0) -> pb.Job:
 
 _MAX_CREATE_BATCH = 10_000  # the server's MAX_CREATE_BATCH
 _MAX_BATCH_BYTES = 8 * 1024 * 1024  # half of what a node takes in one request
-_BATCH_FIELD = re.compile(r"jobs\[(\d+)\]\.(.+)")
 
 
 def _batches(
@@ -97,10 +95,10 @@ def _batches(
 
 def _renumbered(exc: InvalidArgument, offset: int) -> InvalidArgument:
     """A batch's `jobs[i].field` error, with `i` counted in the whole input."""
-    named = _BATCH_FIELD.fullmatch(exc.field)
-    if named is None:
+    item = exc.in_batch()
+    if item is None:
         return exc
-    return InvalidArgument(f"jobs[{int(named[1]) + offset}].{named[2]}", exc.reason)
+    return InvalidArgument(f"jobs[{item[0] + offset}].{item[1]}", exc.reason)
 
 
 def _statuses(values: Iterable[ExecutionStatus | str]) -> list[pb.ExecutionStatus]:

@@ -27,7 +27,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.errors import WheelError
@@ -62,6 +62,19 @@ _FINAL = (ExecutionStatus.SUCCEEDED, ExecutionStatus.DEAD, ExecutionStatus.NEEDS
 _NOT_STARTED_BACKOFF_MS = 1000
 _NOT_STARTED_BACKOFF_MAX_MS = 60_000
 _CAPPED_RETRY_S = 1.0
+
+
+_K = TypeVar("_K")
+
+
+def _drop_partition(waiting: dict[_K, list[Ready]], partition: PartitionId) -> None:
+    """Remove a partition's occurrences from queues of waiting ones (and emptied queues)."""
+    for name, items in list(waiting.items()):
+        kept = [r for r in items if r.partition != partition]
+        if kept:
+            waiting[name] = kept
+        else:
+            del waiting[name]
 
 
 def _ms(instant: datetime) -> int:
@@ -187,27 +200,12 @@ class Engine:
             self.known.pop(key, None)
             self.driver.cancel(key)
         self.ready.drop_partition(partition)
-        for task_type, items in list(self.parked.items()):
-            kept = [r for r in items if r.partition != partition]
-            if kept:
-                self.parked[task_type] = kept
-            else:
-                del self.parked[task_type]
+        _drop_partition(self.parked, partition)
+        _drop_partition(self.capped, partition)
+        _drop_partition(self.unserved, partition)
         for job_id, items in list(self.blocked.items()):
             if items[0].partition == partition:  # a job's runs share its partition
                 del self.blocked[job_id]
-        for tenant, items in list(self.capped.items()):
-            kept = [r for r in items if r.partition != partition]
-            if kept:
-                self.capped[tenant] = kept
-            else:
-                del self.capped[tenant]
-        for route, items in list(self.unserved.items()):
-            kept = [r for r in items if r.partition != partition]
-            if kept:
-                self.unserved[route] = kept
-            else:
-                del self.unserved[route]
 
     # -- loading ---------------------------------------------------------------------------
 
