@@ -188,7 +188,7 @@ async def scenario(
         print(f"{name}:\n{timeline(dsn, start)}", flush=True)
     rate = figures["succeeded"] / figures["span_s"] if figures["span_s"] else 0.0
     last = (instants[-1] - start).total_seconds()
-    figures["last_start_s"] = figures["span_s"] - last
+    figures["last_start_s"] = float(figures["span_s"]) - last
     figures["executor_peak_rss_mib"] = peak_rss_mib(list(roles["executor"]))
     return {"scenario": name, "rate_per_s": rate, **figures}
 
