@@ -74,7 +74,7 @@ async def register(client: AsyncClient, instants: list[datetime], task: str) -> 
     return time.perf_counter() - began
 
 
-def results(dsn: str, since: datetime) -> dict[str, float]:
+def results(dsn: str, since: datetime, until: datetime) -> dict[str, float]:
     with psycopg.connect(dsn, autocommit=True) as conn:
         row = conn.execute(
             """
@@ -86,14 +86,14 @@ def results(dsn: str, since: datetime) -> dict[str, float]:
                    extract(epoch FROM max(e.started_at) - min(e.scheduled_for)),
                    percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM e.scheduled_for - e.dispatched_at)),
                    min(extract(epoch FROM e.scheduled_for - e.dispatched_at))
-            FROM executions e WHERE e.scheduled_for >= %s
+            FROM executions e WHERE e.scheduled_for BETWEEN %s AND %s
             """,  # noqa: E501
-            (since,),
+            (since, until),
         ).fetchone()
         runs = conn.execute(
             "SELECT count(*) - count(DISTINCT (job_id, scheduled_for)) FROM attempts"
-            " WHERE scheduled_for >= %s AND outcome <> 'not_started'",
-            (since,),
+            " WHERE scheduled_for BETWEEN %s AND %s AND outcome <> 'not_started'",
+            (since, until),
         ).fetchone()
     assert row is not None
     assert runs is not None
@@ -107,33 +107,33 @@ def results(dsn: str, since: datetime) -> dict[str, float]:
     }  # fmt: skip
 
 
-def timeline(dsn: str, since: datetime, bucket_ms: int = 250) -> str:
+def timeline(dsn: str, since: datetime, until: datetime, bucket_ms: int = 250) -> str:
     """Runs claimed, started and finished per bucket around the first instant: where a
     pipeline stalls (claims waiting for credit, starts waiting for claims)."""
     with psycopg.connect(dsn, autocommit=True) as conn:
         rows = conn.execute(
             """
-            WITH t AS (SELECT min(scheduled_for) AS t0 FROM executions WHERE scheduled_for >= %(since)s)
+            WITH t AS (SELECT min(scheduled_for) AS t0 FROM executions WHERE scheduled_for BETWEEN %(since)s AND %(until)s)
             SELECT b, sum(claimed)::int, sum(started)::int, sum(finished)::int FROM (
                 SELECT floor(extract(epoch FROM e.dispatched_at - t.t0) * 1000 / %(ms)s) AS b,
                        1 AS claimed, 0 AS started, 0 AS finished
-                FROM executions e, t WHERE e.scheduled_for >= %(since)s
+                FROM executions e, t WHERE e.scheduled_for BETWEEN %(since)s AND %(until)s
                 UNION ALL
                 SELECT floor(extract(epoch FROM e.started_at - t.t0) * 1000 / %(ms)s), 0, 1, 0
-                FROM executions e, t WHERE e.scheduled_for >= %(since)s
+                FROM executions e, t WHERE e.scheduled_for BETWEEN %(since)s AND %(until)s
                 UNION ALL
                 SELECT floor(extract(epoch FROM e.finished_at - t.t0) * 1000 / %(ms)s), 0, 0, 1
-                FROM executions e, t WHERE e.scheduled_for >= %(since)s
+                FROM executions e, t WHERE e.scheduled_for BETWEEN %(since)s AND %(until)s
             ) x WHERE b IS NOT NULL GROUP BY b ORDER BY b
             """,  # noqa: E501
-            {"since": since, "ms": bucket_ms},
+            {"since": since, "until": until, "ms": bucket_ms},
         ).fetchall()
     lines = ["| from T (ms) | claimed | started | finished |", "|---:|---:|---:|---:|"]
     lines += [f"| {int(b) * bucket_ms:+} | {c} | {s} | {f} |" for b, c, s, f in rows]
     return "\n".join(lines)
 
 
-def pending(dsn: str, since: datetime) -> int:
+def pending(dsn: str, since: datetime, until: datetime) -> int:
     """Occurrences not final yet; -1 while Postgres cannot be reached (it may be recovering)."""
     try:
         conn = psycopg.connect(dsn, autocommit=True)
@@ -141,9 +141,9 @@ def pending(dsn: str, since: datetime) -> int:
         return -1
     with conn:
         row = conn.execute(
-            "SELECT count(*) FROM executions WHERE scheduled_for >= %s"
+            "SELECT count(*) FROM executions WHERE scheduled_for BETWEEN %s AND %s"
             " AND status NOT IN ('succeeded', 'dead', 'skipped', 'needs_review', 'cancelled')",
-            (since,),
+            (since, until),
         ).fetchone()
     assert row is not None
     return int(row[0])
@@ -172,7 +172,7 @@ async def scenario(
     while datetime.now(UTC) < instants[-1] or datetime.now(UTC) - last_change < timedelta(
         seconds=60
     ):
-        now_left = pending(dsn, start)
+        now_left = pending(dsn, start, instants[-1])
         if now_left == 0:
             break
         if now_left < 0:
@@ -181,11 +181,11 @@ async def scenario(
             left, last_change = now_left, datetime.now(UTC)
         await asyncio.sleep(1)  # other processes' progress: read back from Postgres
     cpu = seconds_by_role(roles)
-    figures = results(dsn, start)
+    figures = results(dsn, start, instants[-1])
     for role, seconds in cpu.items():
         figures[f"{role}_us_per_run"] = (seconds - cpu_before[role]) / len(offsets_s) * 1e6
     if show_timeline:
-        print(f"{name}:\n{timeline(dsn, start)}", flush=True)
+        print(f"{name}:\n{timeline(dsn, start, instants[-1])}", flush=True)
     rate = figures["succeeded"] / figures["span_s"] if figures["span_s"] else 0.0
     last = (instants[-1] - start).total_seconds()
     figures["last_start_s"] = float(figures["span_s"]) - last

@@ -221,8 +221,11 @@ def schedule_from(message: pb.Schedule, field: str = "schedule") -> mj.Schedule:
     )
 
 
+_DEFAULT_POLICIES = mj.Policies()
+
+
 def policies_from(message: pb.JobPolicies, field: str = "policies") -> mj.Policies:
-    defaults = mj.Policies()
+    defaults = _DEFAULT_POLICIES
     retry = message.retry
 
     def given(parent: object, name: str, path: str, default: timedelta) -> timedelta:
