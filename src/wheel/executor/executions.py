@@ -50,11 +50,21 @@ _AsyncHandler = Callable[[TaskContext], Awaitable[object]]
 
 @dataclass(slots=True)
 class _Pool:
+    name: str
     concurrency: int
     running: int = 0
     ready: list[tuple[float, int, Run]] = field(default_factory=list)
     """Runs whose instant has come, waiting for a slot: a heap, earliest start_at first
     (ties in arrival order), whatever order they arrived in."""
+    withheld: Counter[Stream] = field(default_factory=Counter)
+    """Credit owed to streams, kept back while the pool is behind (see `behind`)."""
+
+    @property
+    def behind(self) -> bool:
+        """A slot's worth of due runs wait for each slot: the pool is not keeping up. It
+        then takes nothing more ahead: every run it holds past its instant waits under a
+        lease, and a queue it could not start within one would run twice."""
+        return len(self.ready) >= self.concurrency
 
 
 class Executions:
@@ -73,7 +83,7 @@ class Executions:
     ) -> None:
         self._registry = registry
         self._concurrency = dict(pools)
-        self._pools = {name: _Pool(concurrency) for name, concurrency in pools.items()}
+        self._pools = {name: _Pool(name, concurrency) for name, concurrency in pools.items()}
         self._hold = hold
         self._threads = threads
         self._router = router
@@ -266,6 +276,10 @@ class Executions:
             run = heapq.heappop(pool.ready)[2]
             if run.phase == "ready":
                 self._start(run, pool)
+        if pool.withheld and not pool.behind:
+            owed, pool.withheld = pool.withheld, Counter()
+            for stream, count in owed.items():
+                self._credit_back(stream, pool.name, count)
 
     def _start(self, run: Run, pool: _Pool) -> None:
         dispatch = run.dispatch
@@ -405,9 +419,14 @@ class Executions:
         )
         self._outbox.add(report, stream)
 
-    def _credit_back(self, stream: Stream, pool: str) -> None:
-        if stream.alive and not self.draining and pool in self._pools:
-            stream.grant(pool, 1)
+    def _credit_back(self, stream: Stream, pool: str, count: int = 1) -> None:
+        if not stream.alive or self.draining or pool not in self._pools:
+            return
+        waiting = self._pools[pool]
+        if waiting.behind:
+            waiting.withheld[stream] += count  # granted once it catches up (`_fill`)
+            return
+        stream.grant(pool, count)
 
     def _heartbeat_now(self, key: tuple[str, int]) -> None:
         run = self._runs.get(key)

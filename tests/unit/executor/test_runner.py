@@ -445,3 +445,32 @@ async def test_held_runs_are_frozen_out_of_the_collector_and_collected_once_idle
         assert governor.collections == 1
     finally:
         governor.stop()
+
+
+async def test_a_pool_that_falls_behind_takes_nothing_more_ahead_until_it_catches_up(
+    harness: Callable[..., Harness],
+) -> None:
+    """Credit comes back only while fewer due runs wait than there are slots: runs past
+    their instant wait under a lease, so a queue longer than that must stay in the store."""
+    h = harness(concurrency=1)
+    gates = [asyncio.Event() for _ in range(3)]
+    started: list[int] = []
+
+    async def busy(ctx: TaskContext) -> None:
+        n = len(started)
+        started.append(n)
+        await gates[n].wait()
+
+    h.task(busy)
+    runs = [h.send(make_dispatch()) for _ in range(3)]  # one runs, two wait: behind
+    granted = 1 + HOLD - 3
+    assert h.stream.credit["default"] == granted
+    gates[0].set()
+    await h.kept.report_of(runs[0])
+    assert h.stream.credit["default"] == granted, "behind: its credit is kept back"
+    gates[1].set()
+    await h.kept.report_of(runs[1])
+    assert h.stream.credit["default"] == granted + 2, "caught up: what it kept back goes"
+    gates[2].set()
+    await h.kept.report_of(runs[2])
+    assert h.stream.credit["default"] == 1 + HOLD
