@@ -350,6 +350,8 @@ class Engine:
         def room(tenant: TenantId) -> int:
             return cap - self.tenant_in_flight[tenant] - self._tenant_reserved[tenant]
 
+        if self._recording_behind():
+            return  # each finished record batch wakes the dispatcher again
         now = time.monotonic()
         for pool in self.ready.pools():
             deferred: list[Ready] = []
@@ -437,12 +439,19 @@ class Engine:
         if not task.cancelled() and task.exception() is not None:
             log.error("engine.task_failed", exc_info=task.exception())
 
+    def _recording_behind(self) -> bool:
+        """More results wait to be recorded than a few batches: claim nothing until they
+        are. A finished run whose result waits here still holds its lease, and one that
+        lapses before the record runs the occurrence again."""
+        return self._results is not None and len(self._results) > 4 * self.config.record_batch
+
     def pressure(self) -> dict[str, object]:
         """What the dispatcher sees: credit, claims in flight, and what waits aside, per pool."""
         pools = set(self.ready.pools())
         return {
             "credit": {pool: self.links.credit(pool) for pool in sorted(pools)},
             "claims_running": self._claims_running,
+            "results_waiting": len(self._results) if self._results is not None else 0,
             "parked": sum(len(items) for items in self.parked.values()),
             "blocked": sum(len(items) for items in self.blocked.values()),
             "unserved": sum(len(items) for items in self.unserved.values()),
@@ -704,6 +713,7 @@ class Engine:
             link.send(pb.SchedulerMessage(acknowledgements=ack))
         for again in later:
             self.submit_result(*again)
+        self._wake.set()  # claims held back while recording was behind may go
 
     def _finished(self, recorded: Recorded, outcome: Outcome | None) -> None:
         """After a recorded attempt: counts, breaker, overlap queue, and a retry into the wheel."""

@@ -82,6 +82,28 @@ async def test_a_run_no_connected_executor_serves_is_never_claimed() -> None:
     assert [r.key for r in e.ready] == [due.key]
 
 
+async def test_nothing_is_claimed_while_results_wait_to_be_recorded() -> None:
+    e = engine()
+    e.own(PartitionId(3), 1)
+    store = cast(MagicMock, e._store)
+    link = e.links.connect(hello("ex", ("report",)), TOKEN)
+    e.links.grant(link, "default", 10)
+    due = _waiting_runs(uuid.uuid4(), 1, overlap="allow")[0]
+    e.add_due([due])
+    e.ready.push(e.known[due.key])
+    e._results = cast(Any, [None] * (4 * e.config.record_batch + 1))  # a record backlog
+    e._next_round()
+    store.occurrences.claim_batch.assert_not_called()
+    assert [r.key for r in e.ready] == [due.key], "it waits, unclaimed"
+    assert e.pressure()["results_waiting"] == 4 * e.config.record_batch + 1
+    e._results = cast(Any, [])  # recorded
+    spawned: list[Any] = []
+    e._spawn = lambda claim: spawned.append(claim.close())  # type: ignore[method-assign]
+    e._next_round()
+    assert e._claims_running == 1, "then it is claimed"
+    assert len(spawned) == 1
+
+
 async def test_a_result_for_a_run_handed_to_another_executor_is_refused_at_once() -> None:
     e = engine()
     e.start()
