@@ -38,7 +38,7 @@ def main() -> None:
     if problem is not None:
         print(f"wheel: error: {problem}", file=sys.stderr)
         raise SystemExit(EXIT_CONFLICT)
-    cli = importlib.import_module("wheel.cli")
+    cli = importlib.import_module("wheel.cli.main")
     cli.main()
 
 

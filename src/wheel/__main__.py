@@ -1,5 +1,5 @@
 """`python -m wheel`: the same as the `wheel` command."""
 
-from wheel.cli import main
+from wheel.cli.main import main
 
 main()

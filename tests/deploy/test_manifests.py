@@ -24,9 +24,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from wheel.executor.cli import executor
+from wheel.cli.executor import executor
+from wheel.cli.scheduler import scheduler
 from wheel.executor.config import ExecutorConfig
-from wheel.scheduler.cli import scheduler
 from wheel.scheduler.config import SchedulerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -266,7 +266,7 @@ def test_the_executor_accepts_its_pod_environment(monkeypatch: pytest.MonkeyPatc
     async def capture(config: ExecutorConfig) -> None:
         seen.append(config)
 
-    monkeypatch.setattr("wheel.executor.cli.logs.configure", lambda level: None)
+    monkeypatch.setattr("wheel.cli.executor.logs.configure", lambda level: None)
     monkeypatch.setattr("wheel.executor.executor.run_executor", capture)
     result = CliRunner().invoke(executor, [], env=env)
     assert result.exit_code == 0, result.output

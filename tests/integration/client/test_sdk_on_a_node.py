@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 import wheel
 from tests.integration.conftest import NodeFactory
-from wheel.api_cli import executions, jobs
+from wheel.cli.jobs import executions, jobs
 from wheel.client import AsyncClient, Verdict
 from wheel.errors import (
     InvalidArgument,

@@ -9,7 +9,7 @@ import uuid
 from click.testing import CliRunner
 
 from tests.integration.coordinator.harness import SLACK_S, TTL_S, Ledger, Node, converged
-from wheel.cli import cli
+from wheel.cli.main import cli
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
 from wheel.coordinator.registry import Directory, ExecutorInfo, register_executor

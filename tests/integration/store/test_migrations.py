@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from psycopg import sql
 
-from wheel.cli import cli
+from wheel.cli.main import cli
 from wheel.errors import MigrationError
 from wheel.local import LocalServices
 from wheel.store import migrate

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from tests.tls_material import TlsFiles, make_tls_files
 from tests.unit.client.conftest import TOKEN
 from tests.unit.client.fake_api import FakeApi, serving
-from wheel.api_cli import jobs
+from wheel.cli.jobs import jobs
 from wheel.client import AsyncClient, Client
 from wheel.errors import Unavailable
 from wheel.tls import server_credentials

@@ -17,7 +17,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from wheel import cli_options, eventloop
+from wheel import eventloop
+from wheel.cli import options
 from wheel.errors import WheelError
 from wheel.model.ids import TenantId
 from wheel.model.tenants import default_executor_ids
@@ -59,8 +60,8 @@ def tenants() -> None:
 @click.argument("name")
 @click.option("--max-in-flight", type=int, default=1000, show_default=True,
               help="Most of the tenant's executions dispatched or running at once.")  # fmt: skip
-@cli_options.dsn
-@cli_options.output
+@options.dsn
+@options.output
 def create_tenant(name: str, max_in_flight: int, dsn: str, output: str) -> None:
     """Create a tenant named NAME."""
     tenant = _with_store(dsn, lambda s: s.tenants.create(name, max_in_flight=max_in_flight))
@@ -90,8 +91,8 @@ def tokens() -> None:
     help="With --executor: an executor id (glob) its holder may connect as; repeatable. "
     "Default: NAME and NAME-* (a Deployment's pods under a token named after it).",
 )
-@cli_options.dsn
-@cli_options.output
+@options.dsn
+@options.output
 def create_token(
     tenant_id: uuid.UUID | None,
     executor: bool,
@@ -119,8 +120,8 @@ def create_token(
 
 @tokens.command("revoke")
 @click.argument("token_id", type=click.UUID)
-@cli_options.dsn
-@cli_options.output
+@options.dsn
+@options.output
 def revoke_token(token_id: uuid.UUID, dsn: str, output: str) -> None:
     """Revoke a token by its id: calls carrying it are refused from now on."""
     info = _with_store(dsn, lambda s: s.tenants.revoke_token(token_id))

@@ -8,7 +8,7 @@ import uuid
 from click.testing import CliRunner
 
 from wheel import eventloop
-from wheel.cli import cli
+from wheel.cli.main import cli
 from wheel.model.ids import TenantId
 from wheel.store import Store
 

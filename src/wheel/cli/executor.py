@@ -13,7 +13,8 @@ from pathlib import Path
 
 import click
 
-from wheel import cli_options, configfile, eventloop, logs
+from wheel import eventloop
+from wheel.cli import configfile, logs, options
 from wheel.errors import WheelError
 from wheel.executor.config import DEFAULT_HOLD
 
@@ -50,7 +51,7 @@ def _pools(values: tuple[str, ...]) -> dict[str, int]:
     show_default=True,
     help="Cluster name: keys live under /wheel/<cluster>/ (env WHEEL_CLUSTER).",
 )
-@cli_options.etcd
+@options.etcd
 @click.option(
     "--tasks",
     "modules",

@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from wheel import dev_tasks
 from wheel.errors import Conflict
 from wheel.model.ids import TenantId
 from wheel.model.jobs import JobSpec, Policies, Schedule, ScheduleKind
@@ -24,6 +23,12 @@ from wheel.store import Store
 
 TENANT = "dev"
 TOKEN_NAME = "wheel dev"
+
+# The example task types. They are served by `wheel.dev.tasks`, which only the dev
+# executor imports: importing the CLI or these examples registers no task.
+HELLO = "example.hello"
+TICK = "example.tick"
+FAIL = "example.fail"
 ONE_OFF_DELAY_S = 3
 """The one-off examples fire this many seconds (rounded down to a whole second) after start."""
 
@@ -34,13 +39,13 @@ def example_jobs(now: datetime) -> list[JobSpec]:
     return [
         JobSpec(
             name="hello",
-            task_type=dev_tasks.HELLO,
+            task_type=HELLO,
             schedule=Schedule(kind=ScheduleKind.AT, at=soon),
             payload=b"hello from wheel dev",
         ),
         JobSpec(
             name="tick",
-            task_type=dev_tasks.TICK,
+            task_type=TICK,
             # Six fields: the first is seconds. The smear gives the job a stable offset
             # in [0, 3 s), so "every 10 s" does not mean "at :00, :10, ... exactly".
             schedule=Schedule(
@@ -49,7 +54,7 @@ def example_jobs(now: datetime) -> list[JobSpec]:
         ),
         JobSpec(
             name="always-fails",
-            task_type=dev_tasks.FAIL,
+            task_type=FAIL,
             schedule=Schedule(kind=ScheduleKind.AT, at=soon),
             policies=Policies(
                 max_attempts=3,
@@ -59,7 +64,7 @@ def example_jobs(now: datetime) -> list[JobSpec]:
         ),
         JobSpec(
             name="london-every-minute",
-            task_type=dev_tasks.HELLO,
+            task_type=HELLO,
             schedule=Schedule(kind=ScheduleKind.CRON, cron="* * * * *", time_zone="Europe/London"),
         ),
     ]

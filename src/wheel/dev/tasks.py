@@ -1,4 +1,4 @@
-"""The example tasks `wheel dev`'s executor runs (`wheel executor --tasks wheel.dev_tasks`).
+"""The example tasks `wheel dev`'s executor runs (`wheel executor --tasks wheel.dev.tasks`).
 
 Three handlers, one per thing worth seeing in the live view: one that
 succeeds at once, one that takes a moment (so `running` shows) and one that
@@ -12,12 +12,9 @@ from __future__ import annotations
 import logging
 
 import wheel
+from wheel.dev.examples import FAIL, HELLO, TICK
 
 log = logging.getLogger(__name__)
-
-HELLO = "example.hello"
-TICK = "example.tick"
-FAIL = "example.fail"
 
 TICK_WORK_S = 0.5
 """How long a tick pretends to work: long enough to be seen `running`."""

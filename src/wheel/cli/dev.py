@@ -1,4 +1,4 @@
-"""`wheel dev`: the command; the cluster it runs is `wheel.devcluster`."""
+"""`wheel dev`: the command; the cluster it runs is `wheel.dev.cluster`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from wheel import devcluster, eventloop
+from wheel import eventloop
+from wheel.dev import cluster as devcluster
 
 
 @click.command()

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import click
 import psycopg
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from wheel.dev.output import say
 from wheel.model.ids import ExecutionKey, JobId, TenantId
 
 REFRESH_S = 0.5
@@ -251,11 +251,11 @@ class LiveView:
         since = datetime.now(UTC) - LINES_LOOKBACK
         changes = Changes()
         while True:
-            rows = await self._poll(since, LINES_LIMIT, click.echo)
+            rows = await self._poll(since, LINES_LIMIT, say)
             for row in changes.update(rows or []):
-                click.echo(format_line(row))
+                say(format_line(row))
             for notice in self._notices():
-                click.echo(notice)
+                say(notice)
             await asyncio.sleep(REFRESH_S)  # the refresh period: Postgres publishes nothing
 
     async def _poll(

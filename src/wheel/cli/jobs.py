@@ -14,7 +14,7 @@ variables, then the TOML file, then defaults:
 A value an option refuses is a usage error naming the option (exit 2),
 whether the CLI, the SDK or the server found it; any other wheel error is
 `wheel: error: <message>` (exit 1). The token is never printed. Options:
-`wheel.api_cli_options`; tables: `wheel.api_cli_show`.
+`wheel.cli.jobs_options`; tables: `wheel.cli.show`.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 from rich.console import Console
 
-from wheel import api_cli_show as show
-from wheel.api_cli_file import read_jobs
-from wheel.api_cli_options import (
+from wheel.cli import show
+from wheel.cli.jobs_file import read_jobs
+from wheel.cli.jobs_options import (
     INSTANT,
     PAYLOAD,
     POLICIES,

@@ -2,16 +2,16 @@
 
     etcd, Postgres            wheel.local, in the data directory (reused across runs)
     dev-0 .. dev-2            `wheel scheduler` processes: the gRPC API at 127.0.0.1:7070..
-    dev-executor              `wheel executor --tasks wheel.dev_tasks` (and the user's modules)
-    tenant `dev`, a token     made once per data directory (wheel.dev_examples)
-    example jobs              made once per data directory (wheel.dev_examples)
-    the live view             the dev tenant's executions as they happen (wheel.dev_view)
+    dev-executor              `wheel executor --tasks wheel.dev.tasks` (and the user's modules)
+    tenant `dev`, a token     made once per data directory (wheel.dev.examples)
+    example jobs              made once per data directory (wheel.dev.examples)
+    the live view             the dev tenant's executions as they happen (wheel.dev.view)
 
 Start-up order: etcd and Postgres, migrations, the cluster's partition
 count, the tenant and token, the processes; `wheel dev: ready` once every
 node says SERVING and the executor streams from every node; then the
 examples and the view. Stopping (SIGINT or SIGTERM, at any point:
-wheel.dev_signals) goes the other way: the executor drains, the nodes hand
+wheel.signals) goes the other way: the executor drains, the nodes hand
 their partitions over, then Postgres and etcd stop. A second signal kills
 what is left.
 
@@ -33,16 +33,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import click
 import psycopg
 from psycopg import sql
 
-from wheel import dev_examples
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
 from wheel.coordinator.ownership import partition_count
-from wheel.dev_banner import banner
-from wheel.dev_processes import (
+from wheel.dev import examples as dev_examples
+from wheel.dev.banner import banner
+from wheel.dev.output import say
+from wheel.dev.processes import (
     Child,
     Stopped,
     child_environment,
@@ -53,20 +53,20 @@ from wheel.dev_processes import (
     stop_all,
     wheel_command,
 )
-from wheel.dev_signals import StopSignals
-from wheel.dev_view import LiveView
+from wheel.dev.view import LiveView
 from wheel.errors import ConfigError, LocalServiceError, WheelError
 from wheel.local import LocalServices
 from wheel.local.ports import LOOPBACK
 from wheel.model.ids import TenantId
 from wheel.model.jobs import JobSpec
+from wheel.signals import StopSignals
 from wheel.store import Store
 from wheel.store.migrate import migrate as migrate_schema
 
 DATABASE = "wheel"
 CLUSTER = "dev"
 EXECUTOR_ID = "dev-executor"
-TASKS = "wheel.dev_tasks"
+TASKS = "wheel.dev.tasks"
 DEFAULT_API_PORT = 7070
 DEFAULT_METRICS_PORT = 9100
 VIEWS = ("auto", "table", "lines")
@@ -313,7 +313,7 @@ class DevCluster:
             finally:
                 await store.close()
         except WheelError as exc:  # Postgres already gone: the token stays, unused
-            click.echo(f"wheel dev: the executor token was not revoked: {exc}", err=True)
+            say(f"wheel dev: the executor token was not revoked: {exc}", err=True)
 
     def state(self) -> dict[str, Any]:
         """dev.json: endpoints, process ids and the token."""
@@ -350,7 +350,7 @@ def _report(stopped: list[Stopped]) -> None:
     for result in stopped:
         how = "stopped" if result.clean else "killed"
         ended = describe_exit(result.exit_code)
-        click.echo(f"wheel dev: {result.name} {how}, {ended}, {result.seconds:.1f} s")
+        say(f"wheel dev: {result.name} {how}, {ended}, {result.seconds:.1f} s")
 
 
 async def run(config: DevConfig) -> None:
@@ -374,7 +374,7 @@ async def run(config: DevConfig) -> None:
                 if not signals.stopping:
                     await serve(config, services, dsn, signals)
             signals.announce()
-            click.echo("wheel dev: stopping postgres and etcd")
+            say("wheel dev: stopping postgres and etcd")
     finally:
         signals.remove()
 
@@ -384,7 +384,7 @@ async def prepare_database(services: LocalServices) -> str:
     ensure_database(services.postgres.dsn(), DATABASE)
     dsn = services.postgres.dsn(DATABASE)
     for migration in await migrate_schema(dsn):
-        click.echo(f"applied migration {migration.number:04d}_{migration.name}")
+        say(f"applied migration {migration.number:04d}_{migration.name}")
     return dsn
 
 
@@ -398,8 +398,8 @@ async def serve(config: DevConfig, services: LocalServices, dsn: str, signals: S
         await _first(starting, signals.first)
         if not signals.first.done():
             starting.result()  # a start-up failure is raised here
-            click.echo(banner(cluster))
-            click.echo("wheel dev: ready")
+            say(banner(cluster))
+            say("wheel dev: ready")
             assert cluster.tenant is not None
             view = LiveView(dsn, cluster.tenant, tty=config.table_view(sys.stdout.isatty()),
                             notices=cluster.exits)  # fmt: skip

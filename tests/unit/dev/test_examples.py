@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from wheel import dev_tasks
-from wheel.dev_examples import describe, example_jobs, missing
+from wheel.dev import tasks as dev_tasks
+from wheel.dev.examples import FAIL, HELLO, TICK, describe, example_jobs, missing
 from wheel.executor.context import TaskContext
 from wheel.executor.tasks import default_registry
 from wheel.model.ids import ExecutionId, JobId
@@ -22,11 +24,11 @@ def test_the_examples_are_a_one_off_a_smeared_cron_a_dying_job_and_a_zoned_cron(
     hello, tick, fails, london = example_jobs(NOW)
     soon = datetime(2025, 6, 1, 12, 0, 3, tzinfo=UTC)  # a few seconds on, a whole second
     assert (hello.schedule.kind, hello.schedule.at, hello.task_type) == (
-        ScheduleKind.AT, soon, dev_tasks.HELLO
+        ScheduleKind.AT, soon, HELLO
     )  # fmt: skip
     assert (tick.schedule.cron, tick.schedule.smear) == ("*/10 * * * * *", timedelta(seconds=3))
     assert (fails.schedule.at, fails.task_type, fails.policies.max_attempts) == (
-        soon, dev_tasks.FAIL, 3
+        soon, FAIL, 3
     )  # fmt: skip
     assert fails.policies.backoff_base == timedelta(seconds=1)
     assert (london.schedule.cron, london.schedule.time_zone) == ("* * * * *", "Europe/London")
@@ -66,7 +68,7 @@ def _context(attempt: int) -> TaskContext:
 
 
 def test_the_example_tasks_are_registered_in_the_default_pool() -> None:
-    for name in (dev_tasks.HELLO, dev_tasks.TICK, dev_tasks.FAIL):
+    for name in (HELLO, TICK, FAIL):
         task = default_registry.get(name)
         assert task is not None
         assert task.pool == "default"
@@ -83,3 +85,16 @@ def test_hello_succeeds_and_a_cancelled_tick_returns_at_once() -> None:
     ctx = _context(1)
     ctx.cancel_event.set()
     dev_tasks.tick(ctx)
+
+
+def test_importing_the_cli_registers_no_example_task() -> None:
+    # A fresh interpreter: this test module itself imported the tasks above.
+    program = (
+        "import wheel.cli.main, wheel.dev.cluster; "
+        "from wheel.executor.tasks import default_registry; "
+        "print(','.join(default_registry.names()))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == ""

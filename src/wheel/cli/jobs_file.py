@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from wheel.api_cli_options import payload, policies, schedule
+from wheel.cli.jobs_options import payload, policies, schedule
 from wheel.model.jobs import Policies
 
 if TYPE_CHECKING:

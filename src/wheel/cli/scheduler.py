@@ -10,7 +10,8 @@ from typing import Any
 
 import click
 
-from wheel import configfile, eventloop
+from wheel import eventloop
+from wheel.cli import configfile
 from wheel.scheduler.config import SchedulerConfig
 
 _HELP = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from wheel.dev_examples import ensure_tenant, ensure_token, seed_examples
+from wheel.dev.examples import ensure_tenant, ensure_token, seed_examples
 from wheel.store import Store
 
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from rich.console import Console
 
-from wheel.dev_view import MEDIUM, WIDE, Changes, ExecutionRow, format_lateness, format_line, table
+from wheel.dev.view import MEDIUM, WIDE, Changes, ExecutionRow, format_lateness, format_line, table
 
 JOB = uuid.UUID("60c3e47d-76da-4caf-afc3-070ee324a54e")
 AT = datetime(2025, 3, 30, 0, 59, 58, 250000, tzinfo=UTC)

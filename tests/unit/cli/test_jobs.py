@@ -18,10 +18,10 @@ from click.testing import CliRunner, Result
 
 from tests.unit.client.conftest import TOKEN, seed_job
 from tests.unit.client.fake_api import DST_NOTE, NOW, FakeApi, serving
-from wheel import cli
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.api.convert import policies_from, schedule_from
-from wheel.api_cli import executions, jobs
+from wheel.cli import main as cli
+from wheel.cli.jobs import executions, jobs
 from wheel.errors import InvalidArgument, Unauthenticated
 from wheel.model.jobs import MisfirePolicy, OverlapPolicy
 from wheel.timestamps import to_datetime
@@ -366,7 +366,7 @@ def test_connection_problems_are_named(tmp_path: Path) -> None:
 
 
 def test_the_wheel_command_runs_them(address: str, api: FakeApi, monkeypatch: Any) -> None:
-    monkeypatch.setattr("wheel.cli.logs.configure", lambda level: None)
+    monkeypatch.setattr("wheel.cli.main.logs.configure", lambda level: None)
     ident = seed_job(api).id
     result = CliRunner().invoke(cli.cli, ["jobs", "get", ident, "--endpoint", address], env=WIDE)
     assert result.exit_code == 0, result.output

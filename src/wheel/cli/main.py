@@ -11,13 +11,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from wheel import cli_options, eventloop, logs
-from wheel.admin_cli import tenants, tokens
-from wheel.api_cli import executions, jobs
-from wheel.dev_cli import dev
+from wheel import eventloop
+from wheel.cli import logs, options
+from wheel.cli.admin import tenants, tokens
+from wheel.cli.dev import dev
+from wheel.cli.executor import executor
+from wheel.cli.jobs import executions, jobs
+from wheel.cli.scheduler import scheduler
 from wheel.errors import WheelError
-from wheel.executor.cli import executor
-from wheel.scheduler.cli import scheduler
 
 CONTEXT = {"auto_envvar_prefix": "WHEEL", "help_option_names": ["-h", "--help"]}
 
@@ -30,7 +31,7 @@ def cli() -> None:
 
 
 @cli.command()
-@cli_options.dsn
+@options.dsn
 def migrate(dsn: str) -> None:
     """Bring the database schema up to date (safe to run from several processes at once)."""
     from wheel.store import migrate as run_migrations
@@ -42,7 +43,7 @@ def migrate(dsn: str) -> None:
 
 
 @cli.command()
-@cli_options.etcd
+@options.etcd
 @click.option(
     "--cluster",
     envvar="WHEEL_CLUSTER",
@@ -50,7 +51,7 @@ def migrate(dsn: str) -> None:
     show_default=True,
     help="Cluster name: keys live under /wheel/<cluster>/ (env WHEEL_CLUSTER).",
 )
-@cli_options.output
+@options.output
 def shards(endpoint: str, cluster: str, output: str) -> None:
     """Every partition, the node that owns it and its epoch (as etcdctl would show them)."""
     from wheel.coordinator import shards as listing

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from wheel.dev_processes import Child, stop_all
+from wheel.dev.processes import Child, stop_all
 
 # Says "ready" once its SIGTERM handling is in place, then waits to be stopped.
 _OBEYS = "import sys; print('ready', flush=True); sys.stdin.read()"

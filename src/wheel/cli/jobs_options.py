@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any, TypeVar
 import click
 from rich.console import Console
 
-from wheel import configfile
+from wheel.cli import configfile
 from wheel.errors import FieldError, WheelError
 from wheel.model.jobs import (
     DstFold,
@@ -126,7 +126,7 @@ def apply(options: Sequence[Callable[[Any], Any]]) -> Callable[[F], F]:
 
 
 class CommandError(click.ClickException):
-    """A wheel error, shown as `wheel: error: <message>` (exit 1), as `wheel.cli.main` does."""
+    """A wheel error, shown as `wheel: error: <message>` (exit 1), as `wheel.cli.main.main` does."""
 
     def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"wheel: error: {self.format_message()}", err=True, file=file)

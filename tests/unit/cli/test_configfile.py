@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import pytest
 from click.testing import CliRunner
 
-from wheel.scheduler import cli as scheduler_cli
+from wheel.cli import scheduler as scheduler_cli
 from wheel.scheduler import node as node_module
 from wheel.scheduler.config import SchedulerConfig
 

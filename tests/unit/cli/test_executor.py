@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
-import signal
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from tests.unit.executor.conftest import Cluster
-from tests.unit.executor.fake_node import dispatch
-from wheel._proto.wheel.v1 import executor_pb2 as pb
-from wheel.executor.cli import executor
+from wheel.cli.executor import executor
 from wheel.executor.config import ExecutorConfig
 from wheel.executor.tasks import default_registry
 
@@ -25,7 +18,7 @@ UNREACHABLE = "http://127.0.0.1:1"
 @pytest.fixture
 def isolated(monkeypatch: pytest.MonkeyPatch) -> None:
     """In-process runs must not reconfigure this process's logging, path or registry."""
-    monkeypatch.setattr("wheel.executor.cli.logs.configure", lambda level: None)
+    monkeypatch.setattr("wheel.cli.executor.logs.configure", lambda level: None)
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setattr(default_registry, "_tasks", {})
 
@@ -60,45 +53,6 @@ def test_no_tasks_at_all_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyP
     result = CliRunner().invoke(executor, ["--etcd", UNREACHABLE, "--tasks", "empty_tasks_module"])
     assert result.exit_code == 1
     assert "no task is registered" in result.output
-
-
-async def test_runs_standalone_and_drains_on_sigterm(cluster: Cluster, tmp_path: Path) -> None:
-    (tmp_path / "cli_tasks_module.py").write_text(
-        textwrap.dedent("""
-            import wheel
-
-            @wheel.task("hello")
-            def hello(ctx: wheel.TaskContext) -> None:
-                assert ctx.payload == b"hi"
-        """)
-    )
-    node = await cluster.add_node("n1", auto_ack=True)
-    args = [
-        "--executor-id", "cli-ex", "--etcd", cluster.endpoint, "--cluster", cluster.layout.cluster,
-        "--tasks", "cli_tasks_module", "--pool", "default=3", "--drain-timeout", "5",
-    ]  # fmt: skip
-    program = "from wheel.executor.cli import executor; executor()"
-    log_path = tmp_path / "executor.log"
-    with log_path.open("w") as log_file:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", program, *args, cwd=tmp_path, stderr=log_file
-        )
-    try:
-        stream = await node.opened(timeout_s=30)
-        assert (stream.hello.executor_id, stream.hello.capacity) == ("cli-ex", 3)
-        assert list(stream.hello.task_types) == ["hello"]
-        sent = stream.dispatch(dispatch("hello", payload=b"hi"))
-        result = await stream.result(sent.execution_id)
-        assert (result.outcome, result.error) == (pb.Result.OUTCOME_SUCCEEDED, "")
-        process.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(process.wait(), 30) == 0
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-    assert await cluster.etcd.get(f"{cluster.layout.executors}cli-ex") is None
-    events = [json.loads(line)["event"] for line in log_path.read_text().splitlines()]
-    assert events[-1] == "executor.stopped", events
 
 
 @pytest.mark.usefixtures("isolated")

@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from wheel import dev_examples
+from wheel.dev import examples as dev_examples
 from wheel.local.etcd import etcd_binary
 
 if TYPE_CHECKING:
-    from wheel.devcluster import DevCluster
+    from wheel.dev.cluster import DevCluster
 
 ENDPOINTS_ENV = "WHEEL_ENDPOINTS"
 TOKEN_ENV = "WHEEL_TOKEN"
