@@ -36,10 +36,10 @@ from tests.e2e.cluster import Cluster
 
 import wheel
 from wheel import eventloop
+from wheel.api.server.registration import register_job
 from wheel.local import LocalServices
 from wheel.local.ports import free_port
 from wheel.model.jobs import JobSpec
-from wheel.scheduler.registration import register_job
 from wheel.store import Store, migrate
 
 PARTITIONS = 64

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from tests.e2e.cluster import FAST, Cluster
+from wheel.api.server.registration import register_job, register_jobs
 from wheel.model.ids import ExecutionKey, TenantId
 from wheel.model.jobs import Job, JobSpec, Policies, Schedule, ScheduleKind
-from wheel.scheduler.registration import register_job, register_jobs
 from wheel.store import Store
 
 PARTITIONS = int(FAST["partitions"])

@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
+from wheel.api.server.registration import register_jobs
 from wheel.errors import Conflict
 from wheel.model.ids import TenantId
 from wheel.model.jobs import JobSpec, Policies, Schedule, ScheduleKind
-from wheel.scheduler.registration import register_jobs
 from wheel.store import Store
 
 TENANT = "dev"

@@ -25,13 +25,13 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from wheel._proto.wheel.v1 import api_pb2, executor_pb2
-from wheel.api.auth import Authenticator, ExecutorAuthenticator
-from wheel.api.cluster import ClusterApi
-from wheel.api.executions import ExecutionsApi
-from wheel.api.explain import Explainer
-from wheel.api.jobs import MAX_REQUEST_BYTES, JobsApi
-from wheel.api.rpc import add_services
-from wheel.api.served import ServedView
+from wheel.api.server.auth import Authenticator, ExecutorAuthenticator
+from wheel.api.server.cluster import ClusterApi
+from wheel.api.server.executions import ExecutionsApi
+from wheel.api.server.explain import Explainer
+from wheel.api.server.jobs import MAX_REQUEST_BYTES, JobsApi
+from wheel.api.server.rpc import add_services
+from wheel.api.server.served import ServedView
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout, encode
 from wheel.coordinator.membership import Membership

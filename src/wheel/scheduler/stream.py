@@ -29,7 +29,7 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from wheel._proto.wheel.v1 import executor_pb2 as pb
-from wheel.api.auth import ExecutorAuthenticator
+from wheel.api.server.auth import ExecutorAuthenticator
 from wheel.api.status import to_status
 from wheel.errors import InvalidArgument, PermissionDenied, Unauthenticated, WheelError, excerpt
 from wheel.scheduler import messages

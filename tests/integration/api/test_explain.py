@@ -14,10 +14,10 @@ from tests.integration.conftest import NodeFactory
 from tests.integration.scheduler.scripted_executor import connected, fail
 from wheel._proto.wheel.v1 import api_pb2 as apb
 from wheel._proto.wheel.v1 import common_pb2 as pb
+from wheel.api.server.registration import register_job
 from wheel.model.executions import NewOccurrence
 from wheel.model.ids import ExecutionKey, JobId
 from wheel.model.jobs import JobSpec, MisfirePolicy, Policies, Schedule, ScheduleKind
-from wheel.scheduler.registration import register_job
 from wheel.timestamps import to_timestamp
 
 V = apb.Explanation

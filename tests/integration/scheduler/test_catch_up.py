@@ -8,10 +8,10 @@ import psycopg
 
 from tests.integration.conftest import NodeFactory
 from tests.integration.scheduler.scripted_executor import connected
+from wheel.api.server.registration import register_job
 from wheel.model.executions import ExecutionStatus
 from wheel.model.ids import ExecutionKey
 from wheel.model.jobs import JobSpec, Schedule, ScheduleKind
-from wheel.scheduler.registration import register_job
 from wheel.store import Store
 
 

@@ -10,11 +10,11 @@ from typing import Any
 from tests.integration.conftest import NodeFactory
 from tests.integration.scheduler.scripted_executor import ScriptedExecutor, connected, fail
 from wheel._proto.wheel.v1 import executor_pb2 as pb
+from wheel.api.server.registration import register_job
 from wheel.model.executions import ExecutionStatus
 from wheel.model.ids import ExecutionKey, new_job_id
 from wheel.model.jobs import Job, JobSpec, OverlapPolicy, Policies, Schedule, ScheduleKind
 from wheel.model.tenants import Tenant
-from wheel.scheduler.registration import register_job
 from wheel.store import Store
 
 PARTITIONS = 8

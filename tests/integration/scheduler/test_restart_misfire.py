@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 from tests.integration.conftest import NodeFactory
 from tests.integration.scheduler.scripted_executor import connected
+from wheel.api.server.registration import register_job
 from wheel.model.executions import ExecutionStatus
 from wheel.model.jobs import JobSpec, OverlapPolicy, Policies, Schedule, ScheduleKind
-from wheel.scheduler.registration import register_job
 from wheel.store import Store
 
 DOWN_S = 4.0

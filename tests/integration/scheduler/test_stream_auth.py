@@ -20,10 +20,10 @@ from tests.integration.conftest import NodeFactory
 from tests.integration.scheduler.scripted_executor import ScriptedExecutor, connected
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel._proto.wheel.v1 import executor_pb2_grpc as pb_grpc
+from wheel.api.server.registration import register_job
 from wheel.model.ids import ExecutionKey, new_job_id
 from wheel.model.jobs import JobSpec, Schedule, ScheduleKind
 from wheel.scheduler.messages import NOT_YOURS
-from wheel.scheduler.registration import register_job
 from wheel.store import Store
 
 

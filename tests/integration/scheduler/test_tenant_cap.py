@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 from tests.integration.conftest import NodeFactory
 from tests.integration.scheduler.scripted_executor import connected
 from wheel._proto.wheel.v1 import executor_pb2 as pb
+from wheel.api.server.registration import register_job
 from wheel.model.ids import new_job_id, partition_of
 from wheel.model.jobs import JobSpec, OverlapPolicy, Policies, Schedule, ScheduleKind
-from wheel.scheduler.registration import register_job
 from wheel.store import Store
 
 CAP = 2

@@ -117,7 +117,7 @@ class FakeApi(api_grpc.JobsServicer, api_grpc.ExecutionsServicer, api_grpc.Clust
             status = to_status(exc)
             if status is None:
                 raise
-            # As wheel.api.rpc answers: the kind and field in trailing metadata.
+            # As wheel.api.server.rpc answers: the kind and field in trailing metadata.
             context.set_trailing_metadata(status.metadata)
             await context.abort(status.code, status.message)
         raise AssertionError("unreachable")

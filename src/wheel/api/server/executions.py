@@ -5,8 +5,8 @@ from __future__ import annotations
 from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.api import convert
-from wheel.api.explain import Explainer
-from wheel.api.rpc import Rpc, Service
+from wheel.api.server.explain import Explainer
+from wheel.api.server.rpc import Rpc, Service
 from wheel.errors import InvalidArgument, InvalidTransition, first_line
 from wheel.model.executions import ExecutionStatus
 from wheel.model.ids import ExecutionKey, TenantId

@@ -16,14 +16,14 @@ from datetime import UTC, datetime, timedelta
 from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.api import convert
-from wheel.api.rpc import Rpc, Service
-from wheel.api.served import Served, ServedView
+from wheel.api.server.registration import register_job, register_jobs
+from wheel.api.server.rpc import Rpc, Service
+from wheel.api.server.served import Served, ServedView
 from wheel.errors import Conflict, CoordinatorError, InvalidArgument, InvalidTransition, NotFound
 from wheel.model.executions import NewOccurrence, Trigger
 from wheel.model.ids import ExecutionKey, JobId, TenantId
 from wheel.model.jobs import Job, JobStatus, ScheduleKind
 from wheel.schedule import SchedulePlan, compile_schedule, preview
-from wheel.scheduler.registration import register_job, register_jobs
 from wheel.store import Store
 
 DEFAULT_PREVIEW = 5

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from wheel._proto.wheel.v1 import api_pb2 as api
-from wheel.api.rpc import Rpc, Service
+from wheel.api.server.rpc import Rpc, Service
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
 from wheel.coordinator.registry import ExecutorInfo, NodeInfo

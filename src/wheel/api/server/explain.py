@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 
 from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel.api import convert
-from wheel.api.served import ServedView
+from wheel.api.server.served import ServedView
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout, decode
 from wheel.errors import NotFound, first_line

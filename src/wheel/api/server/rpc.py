@@ -19,7 +19,7 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError, Message
 
-from wheel.api.auth import Authenticator
+from wheel.api.server.auth import Authenticator
 from wheel.api.status import Status, to_status
 from wheel.errors import InvalidArgument, WheelError
 from wheel.model.ids import TenantId

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from wheel.api.auth import Authenticator, ExecutorAuthenticator, bearer
+from wheel.api.server.auth import Authenticator, ExecutorAuthenticator, bearer
 from wheel.errors import PermissionDenied, Unauthenticated
 from wheel.model.ids import TenantId
 from wheel.model.tenants import ExecutorCredential
