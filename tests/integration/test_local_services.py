@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
+
 import aetcd
 import psycopg
+from psycopg import sql
 
 from tests.conftest import TEMPLATE_DATABASE
 from wheel.local import LocalServices
@@ -49,3 +52,20 @@ async def test_the_etcd_prefix_is_emptied_after_each_test(
         assert etcd_prefix.startswith("/wheel-test/")
     finally:
         await client.close()
+
+
+def test_ensure_database_creates_it_once_and_keeps_what_it_holds(
+    local_services: LocalServices,
+) -> None:
+    name = f"ensured_{uuid.uuid4().hex[:12]}"
+    postgres = local_services.postgres
+    postgres.ensure_database(name)
+    with psycopg.connect(postgres.dsn(name), autocommit=True) as conn:
+        conn.execute("CREATE TABLE kept (id int)")
+    postgres.ensure_database(name)
+    try:
+        with psycopg.connect(postgres.dsn(name)) as conn:
+            assert conn.execute("SELECT to_regclass('kept')::text").fetchone() == ("kept",)
+    finally:
+        with psycopg.connect(postgres.dsn(), autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE {}").format(sql.Identifier(name)))

@@ -33,9 +33,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import psycopg
-from psycopg import sql
-
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
 from wheel.coordinator.ownership import partition_count
@@ -132,14 +129,6 @@ class DevConfig:
 
     def table_view(self, tty: bool) -> bool:
         return self.view == "table" or (self.view == "auto" and tty)
-
-
-def ensure_database(admin_dsn: str, name: str) -> None:
-    """Create database `name` unless it exists."""
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
-        if exists is None:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
 def previous_token(path: Path) -> str | None:
@@ -381,7 +370,7 @@ async def run(config: DevConfig) -> None:
 
 async def prepare_database(services: LocalServices) -> str:
     """Create the `wheel` database if need be and migrate it; its DSN."""
-    ensure_database(services.postgres.dsn(), DATABASE)
+    services.postgres.ensure_database(DATABASE)
     dsn = services.postgres.dsn(DATABASE)
     for migration in await migrate_schema(dsn):
         say(f"applied migration {migration.number:04d}_{migration.name}")

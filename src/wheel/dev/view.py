@@ -26,13 +26,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import psycopg
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
 from wheel.dev.output import say
+from wheel.errors import StoreError
 from wheel.model.ids import ExecutionKey, JobId, TenantId
+from wheel.store import Store
 
 REFRESH_S = 0.5
 UPCOMING_S = 15.0
@@ -42,19 +43,8 @@ TABLE_ROWS = 30
 LINES_LOOKBACK = timedelta(minutes=1)
 """The line view reports executions scheduled from this long before it started."""
 LINES_LIMIT = 500
-
-# The newest executions of a tenant (the executions_tenant_newest index, a range scan).
-RECENT = """
-SELECT j.name, e.job_id, e.scheduled_for, e.fire_at, e.status::text, e.attempt,
-       j.max_attempts, e.executor_id, e.started_at, coalesce(e.error, e.reason)
-FROM executions e
-JOIN jobs j ON j.id = e.job_id
-WHERE e.tenant_id = %(tenant)s
-  AND e.scheduled_for >= %(since)s
-  AND e.scheduled_for < now() + make_interval(secs => %(upcoming_s)s)
-ORDER BY e.scheduled_for DESC, e.job_id DESC
-LIMIT %(limit)s
-"""
+READ_TIMEOUT_S = 2.0
+"""How long one refresh waits for a connection before saying Postgres cannot be read."""
 
 _STYLES = {
     "pending": "dim",
@@ -220,7 +210,7 @@ class LiveView:
         self._tty = tty
         self._notices = notices
         self._console = console or Console()
-        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._store: Store | None = None
         self._failing = False
 
     async def run(self) -> None:
@@ -230,8 +220,8 @@ class LiveView:
             else:
                 await self._run_lines()
         finally:
-            if self._conn is not None:
-                await self._conn.close()
+            if self._store is not None:
+                await self._store.close()
 
     async def _run_table(self) -> None:
         title = "executions of tenant dev, newest first (Ctrl-C stops everything)"
@@ -262,20 +252,18 @@ class LiveView:
         self, since: datetime, limit: int, say: Callable[[str], None]
     ) -> list[ExecutionRow] | None:
         """The newest rows; None (said once) while Postgres cannot be read."""
-        params = {"tenant": self._tenant, "since": since, "upcoming_s": UPCOMING_S,
-                  "limit": limit}  # fmt: skip
         try:
-            if self._conn is None or self._conn.closed:
-                self._conn = await psycopg.AsyncConnection.connect(self._dsn, autocommit=True)
-            cursor = await self._conn.execute(RECENT, params)
-            records = await cursor.fetchall()
-        except psycopg.Error as exc:
+            if self._store is None:
+                self._store = await Store.open(
+                    self._dsn, min_size=1, max_size=1, timeout_s=READ_TIMEOUT_S
+                )
+            records = await self._store.executions.recent(
+                self._tenant, since=since, upcoming_s=UPCOMING_S, limit=limit
+            )
+        except StoreError as exc:
             if not self._failing:
                 say(f"wheel dev: live view cannot read Postgres ({exc}); retrying")
             self._failing = True
-            if self._conn is not None:
-                await self._conn.close()
-            self._conn = None
             return None
         self._failing = False
         return [ExecutionRow.from_record(r) for r in records]

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
+from psycopg import sql
 
 from wheel.errors import LocalServiceError
 from wheel.local import process
@@ -59,6 +60,13 @@ class PostgresServer:
     def dsn(self, database: str = SUPERUSER) -> str:
         """A libpq connection URI for `database` as the superuser."""
         return _dsn(self.port, database)
+
+    def ensure_database(self, name: str) -> None:
+        """Create database `name` unless it exists."""
+        with psycopg.connect(self.dsn(), autocommit=True) as conn:
+            found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
+            if found.fetchone() is None:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
     @property
     def psql(self) -> Path:

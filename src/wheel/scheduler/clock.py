@@ -10,10 +10,10 @@ declares itself unfit while the offset is beyond the configured bound.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from wheel.store import Store
-from wheel.store.translate import translated
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,19 +23,11 @@ class ClockReading:
     round_trip_ms: float
 
 
-async def measure(store: Store, samples: int = 3) -> ClockReading:
+async def measure(
+    store: Store, samples: int = 3, *, local: Callable[[], float] = time.time
+) -> ClockReading:
     """The reading with the shortest round trip of a few (the least disturbed by delay)."""
-    best: ClockReading | None = None
-    async with translated(), store.pool.connection() as conn:
-        for _ in range(samples):
-            sent = time.time()
-            cursor = await conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8")
-            row = await cursor.fetchone()
-            received = time.time()
-            assert row is not None
-            midpoint = (sent + received) / 2
-            reading = ClockReading((float(row[0]) - midpoint) * 1000, (received - sent) * 1000)
-            if best is None or reading.round_trip_ms < best.round_trip_ms:
-                best = reading
-    assert best is not None
-    return best
+    taken = await store.clock.samples(samples, local=local)
+    best = min(taken, key=lambda sample: sample.received_s - sample.sent_s)
+    midpoint = (best.sent_s + best.received_s) / 2
+    return ClockReading((best.database_s - midpoint) * 1000, (best.received_s - best.sent_s) * 1000)

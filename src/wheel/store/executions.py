@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Collection
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from psycopg.rows import dict_row
 
@@ -46,6 +47,22 @@ def execution_from_row(row: dict[str, Any], attempts: tuple[Attempt, ...] = ()) 
         dispatched_at=row["dispatched_at"],
         claimed_by=row["claimed_by"],
     )
+
+
+class RecentExecution(NamedTuple):
+    """One of a tenant's newest executions, with its job's name (see `Executions.recent`)."""
+
+    job_name: str
+    job_id: JobId
+    scheduled_for: datetime
+    fire_at: datetime
+    status: str
+    attempt: int
+    max_attempts: int
+    executor_id: str | None
+    started_at: datetime | None
+    note: str | None
+    """The last error, or why it was skipped or cancelled."""
 
 
 class Executions:
@@ -169,3 +186,12 @@ class Executions:
                 state = f"{state}, of a deleted job"
             raise InvalidTransition("execution", key.id, state, operation)
         return current
+
+    async def recent(
+        self, tenant_id: TenantId, *, since: datetime, upcoming_s: float, limit: int
+    ) -> builtins.list[RecentExecution]:
+        """The newest executions scheduled from `since` to `upcoming_s` from now, newest first."""
+        params = {"tenant": tenant_id, "since": since, "upcoming_s": upcoming_s, "limit": limit}
+        async with translated(), self._pool.connection() as conn:
+            cursor = await conn.execute(sql("recent_executions"), params)
+            return [RecentExecution(*record) for record in await cursor.fetchall()]

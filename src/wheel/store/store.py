@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wheel.store.clock import DatabaseClock
 from wheel.store.executions import Executions
 from wheel.store.jobs import Jobs
 from wheel.store.materialising import Materialising
@@ -29,6 +30,7 @@ class Store:
     executions: Executions
     tenants: Tenants
     materialising: Materialising
+    clock: DatabaseClock
 
     @classmethod
     def over(cls, pool: Pool) -> Store:
@@ -42,11 +44,16 @@ class Store:
             executions=Executions(pool),
             tenants=Tenants(pool),
             materialising=Materialising(pool),
+            clock=DatabaseClock(pool),
         )
 
     @classmethod
-    async def open(cls, dsn: str, *, min_size: int = 2, max_size: int = 10) -> Store:
-        return cls.over(await open_pool(dsn, min_size=min_size, max_size=max_size))
+    async def open(
+        cls, dsn: str, *, min_size: int = 2, max_size: int = 10, timeout_s: float = 30
+    ) -> Store:
+        return cls.over(
+            await open_pool(dsn, min_size=min_size, max_size=max_size, timeout_s=timeout_s)
+        )
 
     async def close(self) -> None:
         await self.pool.close()

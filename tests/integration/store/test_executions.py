@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -130,3 +130,27 @@ async def test_a_deleted_jobs_executions_end_cancelled_and_are_not_revived(store
     await store.jobs.delete(owner.id, dead_job.id)
     with pytest.raises(InvalidTransition, match="of a deleted job"):
         await store.executions.retry(owner.id, dead_key)
+
+
+async def test_recent_is_the_tenants_newest_first_within_its_window(store: Store) -> None:
+    owner, stranger = await make.tenant(store), await make.tenant(store)
+    job = await make.job(store, owner, partition=1)
+    times = make.minutes(make.soon(), 4)
+    await store.occurrences.insert([make.occurrence(job, t) for t in times])
+    ahead_s = (times[2] - datetime.now(UTC)).total_seconds() + 1
+    recent = await store.executions.recent(owner.id, since=times[1], upcoming_s=ahead_s, limit=10)
+    assert [r.scheduled_for for r in recent] == [times[2], times[1]]
+    assert {(r.job_name, r.status, r.attempt) for r in recent} == {(job.spec.name, "pending", 0)}
+    newest = await store.executions.recent(owner.id, since=times[0], upcoming_s=3600, limit=1)
+    assert [r.scheduled_for for r in newest] == [times[3]]
+    assert (
+        await store.executions.recent(stranger.id, since=times[0], upcoming_s=3600, limit=9) == []
+    )
+
+
+async def test_the_database_clock_is_read_between_two_local_readings(store: Store) -> None:
+    ticks = iter(range(100, 200))
+    samples = await store.clock.samples(3, local=lambda: float(next(ticks)))
+    assert [(s.sent_s, s.received_s) for s in samples] == [(100, 101), (102, 103), (104, 105)]
+    now_s = datetime.now(UTC).timestamp()
+    assert all(abs(s.database_s - now_s) < 60 for s in samples)

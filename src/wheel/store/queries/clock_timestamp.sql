@@ -1,0 +1,1 @@
+SELECT extract(epoch FROM clock_timestamp())::float8
