@@ -8,6 +8,7 @@ import click
 
 from wheel import eventloop
 from wheel.dev import cluster as devcluster
+from wheel.dev import config as devconfig
 
 
 @click.command()
@@ -55,7 +56,7 @@ from wheel.dev import cluster as devcluster
 )
 @click.option(
     "--view",
-    type=click.Choice(devcluster.VIEWS),
+    type=click.Choice(devconfig.VIEWS),
     default="auto",
     show_default=True,
     help="How executions are shown: a live table, a line per change, or the table on a terminal.",
@@ -72,8 +73,8 @@ def dev(
     view: str,
 ) -> None:
     """Run a local cluster in the foreground; Ctrl-C stops it."""
-    config = devcluster.DevConfig(
-        data_dir=(data_dir or devcluster.default_data_dir()).resolve(),
+    config = devconfig.DevConfig(
+        data_dir=(data_dir or devconfig.default_data_dir()).resolve(),
         etcd_port=etcd_port,
         postgres_port=postgres_port,
         nodes=nodes,

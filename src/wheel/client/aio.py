@@ -28,89 +28,22 @@ the change happened.
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import os
-import uuid
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Self
 
 from wheel._proto.wheel.v1 import api_pb2 as api
-from wheel._proto.wheel.v1 import common_pb2 as pb
-from wheel.api.convert import EXECUTION_STATUS, policies_to, schedule_to
-from wheel.client import messages
+from wheel.api.convert import schedule_to
+from wheel.client import batching, messages, requests
 from wheel.client import types as t
+from wheel.client.requests import JobRef
 from wheel.client.transport import Settings, Transport
 from wheel.errors import InvalidArgument
 from wheel.model.executions import ExecutionStatus
 from wheel.model.jobs import JobSpec, Policies, Schedule
 from wheel.timestamps import to_timestamp
-
-JobRef = uuid.UUID | str
-"""A job id: a UUID or its text."""
-
-
-def _instant(value: datetime, field: str) -> datetime:
-    if value.tzinfo is None:
-        raise InvalidArgument(field, "must carry a time zone (tzinfo)")
-    return value.astimezone(UTC)
-
-
-def _job_message(spec: JobSpec, job_id: str, version: int = 0) -> pb.Job:
-    return pb.Job(
-        id=job_id,
-        name=spec.name,
-        task_type=spec.task_type,
-        payload=spec.payload,
-        schedule=schedule_to(spec.schedule),
-        policies=policies_to(spec.policies),
-        version=version,
-    )
-
-
-_MAX_CREATE_BATCH = 10_000  # the server's MAX_CREATE_BATCH
-_MAX_BATCH_BYTES = 8 * 1024 * 1024  # half of what a node takes in one request
-
-
-def _batches(
-    requests: list[api.CreateJobRequest], size: int
-) -> list[tuple[int, list[api.CreateJobRequest]]]:
-    """The requests in batches of at most `size` jobs and `_MAX_BATCH_BYTES`, with offsets."""
-    batches: list[tuple[int, list[api.CreateJobRequest]]] = []
-    current: list[api.CreateJobRequest] = []
-    start = current_bytes = 0
-    for index, request in enumerate(requests):
-        size_of = request.ByteSize() + 8
-        if current and (len(current) == size or current_bytes + size_of > _MAX_BATCH_BYTES):
-            batches.append((start, current))
-            current, start, current_bytes = [], index, 0
-        current.append(request)
-        current_bytes += size_of
-    if current:
-        batches.append((start, current))
-    return batches
-
-
-def _renumbered(exc: InvalidArgument, offset: int) -> InvalidArgument:
-    """A batch's `jobs[i].field` error, with `i` counted in the whole input."""
-    item = exc.in_batch()
-    if item is None:
-        return exc
-    return InvalidArgument(f"jobs[{item[0] + offset}].{item[1]}", exc.reason)
-
-
-def _statuses(values: Iterable[ExecutionStatus | str]) -> list[pb.ExecutionStatus]:
-    result = []
-    for value in values:
-        try:
-            status = ExecutionStatus(value)
-        except ValueError:
-            known = ", ".join(member.value for member in ExecutionStatus)
-            raise InvalidArgument("statuses", f"{value!r} is not one of {known}") from None
-        result.append(EXECUTION_STATUS[status])
-    return result
 
 
 class AsyncClient:
@@ -204,15 +137,7 @@ class AsyncClient:
         its own retries never make a second job.
         """
         spec = JobSpec(name, task_type, schedule, payload, policies or Policies())
-        request = api.CreateJobRequest(
-            name=spec.name,
-            task_type=spec.task_type,
-            payload=spec.payload,
-            schedule=schedule_to(spec.schedule),
-            policies=policies_to(spec.policies),
-            preview=preview,
-            job_id=str(job_id) if job_id is not None else str(uuid.uuid4()),
-        )
+        request = requests.create_job(spec, job_id, preview=preview)
         response = await self._transport.call(lambda s: s.jobs.CreateJob, request, retry=True)
         return messages.created_job(response)
 
@@ -236,62 +161,9 @@ class AsyncClient:
         one the client picks), so a batch is retried safely; give ids to make
         the whole call repeatable after a failure part way.
         """
-        if batch_size < 1 or batch_size > _MAX_CREATE_BATCH:
-            raise InvalidArgument("batch_size", f"must be 1 to {_MAX_CREATE_BATCH}")
-        if concurrency < 1:
-            raise InvalidArgument("concurrency", "must be at least 1")
-        requests, payloads = [], []
-        for index, new in enumerate(jobs):
-            try:
-                spec = JobSpec(new.name, new.task_type, new.schedule, new.payload,
-                               new.policies or Policies())  # fmt: skip
-            except InvalidArgument as exc:
-                raise InvalidArgument(f"jobs[{index}].{exc.field}", exc.reason) from None
-            requests.append(
-                api.CreateJobRequest(
-                    name=spec.name,
-                    task_type=spec.task_type,
-                    payload=spec.payload,
-                    schedule=schedule_to(spec.schedule),
-                    policies=policies_to(spec.policies),
-                    job_id=str(new.job_id) if new.job_id is not None else str(uuid.uuid4()),
-                )
-            )
-            payloads.append(spec.payload)
-        answers = await self._create_batches(_batches(requests, batch_size), concurrency)
-        created = [messages.job(job) for answer in answers for job in answer.jobs]
-        return [
-            dataclasses.replace(job, payload=payload) if payload else job
-            for job, payload in zip(created, payloads, strict=True)
-        ]
-
-    async def _create_batches(
-        self, batches: list[tuple[int, list[api.CreateJobRequest]]], concurrency: int
-    ) -> list[api.CreateJobsResponse]:
-        """Send the batches, `concurrency` at once; the answers in batch order."""
-        answers: list[api.CreateJobsResponse | None] = [None] * len(batches)
-        gate = asyncio.Semaphore(concurrency)
-
-        async def send(number: int, offset: int, batch: list[api.CreateJobRequest]) -> None:
-            async with gate:
-                request = api.CreateJobsRequest(jobs=batch)
-                try:
-                    answer = await self._transport.call(
-                        lambda s: s.jobs.CreateJobs, request, retry=True
-                    )
-                except InvalidArgument as exc:
-                    raise _renumbered(exc, offset) from None
-                answers[number] = answer
-
-        tasks = [asyncio.create_task(send(n, offset, batch))
-                 for n, (offset, batch) in enumerate(batches)]  # fmt: skip
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for task in tasks:
-                task.cancel()  # one failed: the batches not yet sent are not
-            await asyncio.gather(*tasks, return_exceptions=True)
-        return [answer for answer in answers if answer is not None]
+        return await batching.create_jobs(
+            self._transport, jobs, batch_size=batch_size, concurrency=concurrency
+        )
 
     async def get_job(self, job_id: JobRef) -> t.Job:
         """The job with this id: `await client.get_job("3f2c...")`."""
@@ -308,14 +180,10 @@ class AsyncClient:
 
     async def jobs(self, *, page_size: int = 0) -> AsyncIterator[t.Job]:
         """Every job of the tenant, page after page: `async for job in client.jobs(): ...`."""
-        token = ""
-        while True:
-            page = await self.list_jobs(page_size=page_size, page_token=token)
-            for job in page.items:
-                yield job
-            token = page.next_page_token
-            if not token:
-                return
+        async for job in requests.every_page(
+            lambda token: self.list_jobs(page_size=page_size, page_token=token)
+        ):
+            yield job
 
     async def update_job(
         self,
@@ -353,7 +221,9 @@ class AsyncClient:
             payload=base.payload if payload is None else payload,
             policies=base.policies if policies is None else policies,
         )
-        request = api.UpdateJobRequest(job=_job_message(spec, str(job_id), expected_version))
+        request = api.UpdateJobRequest(
+            job=requests.job_message(spec, str(job_id), expected_version)
+        )
         return messages.job(
             await self._transport.call(lambda s: s.jobs.UpdateJob, request, retry=False)
         )
@@ -398,7 +268,7 @@ class AsyncClient:
             schedule=schedule_to(schedule), count=count, job_id=str(job_id or "")
         )
         if after is not None:
-            request.after.CopyFrom(to_timestamp(_instant(after, "after")))
+            request.after.CopyFrom(to_timestamp(requests.instant(after, "after")))
         response = await self._transport.call(lambda s: s.jobs.PreviewSchedule, request, retry=True)
         return [messages.next_run(run) for run in response.next_runs]
 
@@ -410,7 +280,7 @@ class AsyncClient:
         The execution id derives from the instant, which the client fixes
         before sending, so a retried trigger makes one run, not two.
         """
-        instant = _instant(at, "at") if at is not None else datetime.now(UTC)
+        instant = requests.instant(at, "at") if at is not None else datetime.now(UTC)
         request = api.TriggerJobRequest(id=str(job_id), at=to_timestamp(instant))
         return messages.execution(
             await self._transport.call(lambda s: s.jobs.TriggerJob, request, retry=True)
@@ -423,8 +293,8 @@ class AsyncClient:
         """
         request = api.BackfillJobRequest(
             id=str(job_id),
-            start=to_timestamp(_instant(start, "start")),
-            end=to_timestamp(_instant(end, "end")),
+            start=to_timestamp(requests.instant(start, "start")),
+            end=to_timestamp(requests.instant(end, "end")),
         )
         return messages.backfill(
             await self._transport.call(lambda s: s.jobs.BackfillJob, request, retry=True)
@@ -446,7 +316,7 @@ class AsyncClient:
 
         page = await client.list_executions(job_id=job.id, statuses=["dead", "needs_review"])
         """
-        request = self._executions_request(
+        request = requests.list_executions(
             job_id, statuses, scheduled_after, scheduled_before, page_size
         )
         request.page_token = page_token
@@ -466,38 +336,15 @@ class AsyncClient:
     ) -> AsyncIterator[t.Execution]:
         """Every execution matching the filters, page after page (see `list_executions`)."""
         statuses = tuple(statuses)
-        token = ""
-        while True:
-            page = await self.list_executions(
-                job_id=job_id,
-                statuses=statuses,
-                scheduled_after=scheduled_after,
-                scheduled_before=scheduled_before,
-                page_size=page_size,
-                page_token=token,
-            )
-            for execution in page.items:
-                yield execution
-            token = page.next_page_token
-            if not token:
-                return
 
-    @staticmethod
-    def _executions_request(
-        job_id: JobRef | None,
-        statuses: Iterable[ExecutionStatus | str],
-        after: datetime | None,
-        before: datetime | None,
-        page_size: int,
-    ) -> api.ListExecutionsRequest:
-        request = api.ListExecutionsRequest(
-            job_id=str(job_id or ""), statuses=_statuses(statuses), page_size=page_size
-        )
-        if after is not None:
-            request.scheduled_after.CopyFrom(to_timestamp(_instant(after, "scheduled_after")))
-        if before is not None:
-            request.scheduled_before.CopyFrom(to_timestamp(_instant(before, "scheduled_before")))
-        return request
+        def fetch(token: str) -> Awaitable[t.Page[t.Execution]]:
+            return self.list_executions(
+                job_id=job_id, statuses=statuses, scheduled_after=scheduled_after,
+                scheduled_before=scheduled_before, page_size=page_size, page_token=token,
+            )  # fmt: skip
+
+        async for execution in requests.every_page(fetch):
+            yield execution
 
     async def get_execution(self, execution_id: str) -> t.Execution:
         """One execution with every attempt: `await client.get_execution("<job>@<instant>")`."""
@@ -518,7 +365,7 @@ class AsyncClient:
     async def explain_occurrence(self, job_id: JobRef, instant: datetime) -> t.Explanation:
         """What became of the job's occurrence at `instant`, or why there is none."""
         occurrence = api.JobInstant(
-            job_id=str(job_id), instant=to_timestamp(_instant(instant, "instant"))
+            job_id=str(job_id), instant=to_timestamp(requests.instant(instant, "instant"))
         )
         return await self._explain(api.ExplainExecutionRequest(occurrence=occurrence))
 

@@ -27,7 +27,14 @@ import grpc.aio
 
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel._proto.wheel.v1 import executor_pb2_grpc as pb_grpc
-from wheel.executor.messages import Dispatch, Report, dispatch_from_proto, result_to_proto
+from wheel.executor.messages import (
+    Dispatch,
+    MalformedDispatch,
+    Report,
+    dispatch_from_proto,
+    result_to_proto,
+)
+from wheel.keepalive import CLIENT_KEEPALIVE
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +165,7 @@ class StreamHandler(Protocol):
     def stream_up(self, stream: Stream) -> None: ...
     def stream_down(self, stream: Stream) -> None: ...
     def on_dispatch(self, stream: Stream, dispatch: Dispatch) -> None: ...
-    def on_malformed_dispatch(self, stream: Stream, message: pb.Dispatch, problem: str) -> None: ...
+    def on_malformed_dispatch(self, stream: Stream, malformed: MalformedDispatch) -> None: ...
     def on_cancel(self, execution_id: str, fence: int, reason: str) -> None: ...
     def on_stale_fence(self, execution_id: str, fence: int, current_fence: int) -> None: ...
     def on_accepted(self, execution_id: str, fence: int) -> None: ...
@@ -216,10 +223,10 @@ class NodeLink:
         # (a partition) within seconds, not when TCP gives up minutes later.
         if self._credentials is not None:
             channel = grpc.aio.secure_channel(
-                self.address, self._credentials, options=KEEPALIVE_OPTIONS
+                self.address, self._credentials, options=CLIENT_KEEPALIVE
             )
         else:
-            channel = grpc.aio.insecure_channel(self.address, options=KEEPALIVE_OPTIONS)
+            channel = grpc.aio.insecure_channel(self.address, options=CLIENT_KEEPALIVE)
         call: Call | None = None
         try:
             call = pb_grpc.ExecutorStreamStub(channel).Connect(metadata=self._metadata)
@@ -306,7 +313,10 @@ class NodeLink:
         try:
             dispatch = dispatch_from_proto(message)
         except ValueError as exc:
-            self._handler.on_malformed_dispatch(stream, message, str(exc))
+            malformed = MalformedDispatch(
+                message.execution_id, message.fence, message.pool, str(exc)
+            )
+            self._handler.on_malformed_dispatch(stream, malformed)
         else:
             self._handler.on_dispatch(stream, dispatch)
 
@@ -340,14 +350,6 @@ class NodeLink:
             handler.on_accepted(message.accepted.execution_id, message.accepted.fence)
         else:
             log.warning("link.unexpected_message", extra={"node": self.node_id, "kind": kind})
-
-
-KEEPALIVE_OPTIONS = [
-    ("grpc.keepalive_time_ms", 10_000),
-    ("grpc.keepalive_timeout_ms", 5_000),
-    ("grpc.keepalive_permit_without_calls", 1),
-    ("grpc.http2.max_pings_without_data", 0),
-]
 
 
 def _describe(exc: BaseException) -> str:

@@ -29,11 +29,17 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import cast
 
-from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.executor.config import DEFAULT_HOLD
 from wheel.executor.connection import Stream
 from wheel.executor.context import TaskContext
-from wheel.executor.messages import Dispatch, Outcome, Report, cap_error, describe_error
+from wheel.executor.messages import (
+    Dispatch,
+    MalformedDispatch,
+    Outcome,
+    Report,
+    cap_error,
+    describe_error,
+)
 from wheel.executor.outbox import Outbox
 from wheel.executor.routing import Router
 from wheel.executor.runner import CANCEL_GRACE_S, SHUTDOWN_ERROR, Run, Stop, consume, utc_now
@@ -176,25 +182,25 @@ class Executions:
         if start_s < self._timer_at:
             self._arm(start_s)
 
-    def on_malformed_dispatch(self, stream: Stream, message: pb.Dispatch, problem: str) -> None:
+    def on_malformed_dispatch(self, stream: Stream, malformed: MalformedDispatch) -> None:
         log.error(
             "executions.malformed_dispatch",
-            extra={"execution": message.execution_id, "fence": message.fence,
-                   "node": stream.node_id, "problem": problem},
+            extra={"execution": malformed.execution_id, "fence": malformed.fence,
+                   "node": stream.node_id, "problem": malformed.problem},
         )  # fmt: skip
-        stream.take(message.pool)
-        if message.execution_id:
+        stream.take(malformed.pool)
+        if malformed.execution_id:
             report = Report(
-                execution_id=ExecutionId(message.execution_id),
-                fence=message.fence,
+                execution_id=ExecutionId(malformed.execution_id),
+                fence=malformed.fence,
                 job_id=None,
                 outcome=Outcome.FAILED,
-                error=cap_error(f"malformed dispatch: {problem}"),
+                error=cap_error(f"malformed dispatch: {malformed.problem}"),
                 started_at=None,
                 finished_at=self._wall(),
             )
             self._outbox.add(report, stream)
-        self._credit_back(stream, message.pool)
+        self._credit_back(stream, malformed.pool)
 
     def on_cancel(self, execution_id: str, fence: int, reason: str) -> None:
         run = self._runs.get((execution_id, fence))

@@ -48,6 +48,16 @@ class Dispatch:
 
 
 @dataclass(frozen=True, slots=True)
+class MalformedDispatch:
+    """A dispatch that cannot be read: what of it can be answered (its id may be empty)."""
+
+    execution_id: str
+    fence: int
+    pool: str
+    problem: str
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     """The outcome of one dispatch, buffered until the scheduler acknowledges it."""
 

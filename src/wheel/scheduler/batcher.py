@@ -15,6 +15,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
+from wheel.errors import WheelError
+
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
@@ -97,10 +99,12 @@ class Batcher(Generic[T]):
                 return
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:
+            except WheelError as exc:  # the store away: delayed, never dropped
                 log.warning(
                     "batcher.failed",
-                    extra={"batcher": self._name, "size": len(batch), "error": repr(exc)},
+                    extra={"batcher": self._name, "size": len(batch), "error": str(exc)},
                 )
+            except Exception:  # a bug: say where, and still keep the items
+                log.exception("batcher.failed", extra={"batcher": self._name, "size": len(batch)})
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_S)

@@ -22,9 +22,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.errors import Conflict
 from wheel.scheduler.messages import Hello
+from wheel.scheduler.outgoing import Outgoing
 from wheel.store.occurrences import ExecutorBinding
 
 
@@ -37,7 +37,8 @@ class Link:
     """The executor token the stream authenticated with."""
     serial: int
     credits: dict[str, int] = field(default_factory=dict)
-    outbox: asyncio.Queue[pb.SchedulerMessage | None] = field(default_factory=asyncio.Queue)
+    outbox: asyncio.Queue[Outgoing | None] = field(default_factory=asyncio.Queue)
+    """What the stream writes next (None: end it); the stream makes the protobuf."""
     open: bool = True
     ended_because: str = ""
     """Why the node ended the stream (empty: it ended on its own)."""
@@ -73,7 +74,7 @@ class Link:
             not self.hello.task_types or task_type in self.hello.task_types
         )
 
-    def send(self, message: pb.SchedulerMessage) -> None:
+    def send(self, message: Outgoing) -> None:
         if self.open:
             self.outbox.put_nowait(message)
 

@@ -57,17 +57,17 @@ class Loader:
         """Every pending occurrence of an owned partition due before this is in the wheel."""
         self._loading_to: datetime | None = None
         self.listening = asyncio.Event()
-        self._caught_up_from = datetime.now(UTC) - _CATCH_UP_SLACK
+        self._caught_up_from = self._engine.now() - _CATCH_UP_SLACK
         """The next near catch-up reads what became pending since this."""
         self._full_from = self._caught_up_from
         """The next full catch-up (up to the window's end) reads what became pending since this."""
-        self._full_at = datetime.now(UTC)
+        self._full_at = self._engine.now()
         """When the last full catch-up started."""
 
     def _bound(self) -> datetime:
         """How far a notified or new partition must be loaded to join the window."""
         bounds = [b for b in (self.loaded_until, self._loading_to) if b is not None]
-        return max(bounds) if bounds else datetime.now(UTC) + self._config.window
+        return max(bounds) if bounds else self._engine.now() + self._config.window
 
     async def _load(
         self,
@@ -98,7 +98,7 @@ class Loader:
 
     async def tick(self) -> int:
         """Extend the window: load the slice between the last load and now + window."""
-        target = datetime.now(UTC) + self._config.window
+        target = self._engine.now() + self._config.window
         self._loading_to = target
         start = self.loaded_until
         added = await self._load(list(self._engine.owned), target, start)
@@ -129,7 +129,7 @@ class Loader:
         owned = dict(self._engine.owned)
         if not owned:
             return 0
-        started = datetime.now(UTC)
+        started = self._engine.now()
         full = full or started - self._full_at >= _CATCH_UP_SLACK
         if full:
             since, before = self._full_from, self._bound()
@@ -155,7 +155,7 @@ class Loader:
         owned = self._engine.owned
         if earliest is None:
             return await self._load(list(owned), self._bound())
-        now = datetime.now(UTC)
+        now = self._engine.now()
         added = 0
         for partition, instant in earliest.items():
             if partition not in owned:

@@ -18,9 +18,10 @@ from datetime import datetime
 
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.errors import InvalidArgument, excerpt
-from wheel.model.executions import AttemptResult, Claimed, Fenced, Outcome
+from wheel.model.executions import AttemptResult, Fenced, Outcome
 from wheel.model.ids import ExecutionKey
 from wheel.model.jobs import MAX_NAME_LENGTH, MAX_POOL_LENGTH, MAX_TASK_TYPE_LENGTH
+from wheel.scheduler.outgoing import Acknowledgements, Dispatch, Dispatches, Outgoing, Refusal
 from wheel.timestamps import to_datetime, to_timestamp
 
 MAX_POOLS = 100
@@ -138,9 +139,8 @@ def clean_error(error: str) -> str | None:
     return error.replace("\x00", "\\0")[:MAX_ERROR_CHARS]
 
 
-def dispatch_to_proto(
-    claimed: Claimed, key: ExecutionKey, start_at: datetime, deadline: datetime
-) -> pb.Dispatch:
+def dispatch_to_proto(dispatch: Dispatch) -> pb.Dispatch:
+    claimed, key = dispatch.claimed, dispatch.key
     return pb.Dispatch(
         execution_id=key.id,
         job_id=str(key.job_id),
@@ -150,44 +150,43 @@ def dispatch_to_proto(
         attempt=claimed.attempt,
         fence=claimed.fence,
         scheduled_for=to_timestamp(key.scheduled_for),
-        start_at=to_timestamp(start_at),
-        deadline=to_timestamp(deadline),
+        start_at=to_timestamp(dispatch.start_at),
+        deadline=to_timestamp(dispatch.deadline),
         lease_until=to_timestamp(claimed.lease_until),
     )
-
-
-def dispatches_to_proto(dispatches: list[pb.Dispatch]) -> pb.SchedulerMessage:
-    if len(dispatches) == 1:
-        return pb.SchedulerMessage(dispatch=dispatches[0])
-    return pb.SchedulerMessage(dispatches=pb.Dispatches(dispatches=dispatches))
 
 
 NOT_YOURS = "not dispatched to this executor"
 
 
-def refusal_to_proto(
-    execution_id: str, fence: int, *, not_yours: bool, current_fence: int | None = None
-) -> pb.StaleFence:
+def refusal_to_proto(refusal: Refusal) -> pb.StaleFence:
     """A refused report: stale (with the current fence when known), or not the sender's
     (telling nothing about the run)."""
-    if not_yours:
-        return pb.StaleFence(execution_id=execution_id, fence=fence, reason=NOT_YOURS)
-    return pb.StaleFence(execution_id=execution_id, fence=fence, current_fence=current_fence or 0)
+    if refusal.not_yours:
+        return pb.StaleFence(execution_id=refusal.execution_id, fence=refusal.fence,
+                             reason=NOT_YOURS)  # fmt: skip
+    return pb.StaleFence(execution_id=refusal.execution_id, fence=refusal.fence,
+                         current_fence=refusal.current_fence or 0)  # fmt: skip
+
+
+def outgoing_to_proto(message: Outgoing) -> pb.SchedulerMessage:
+    """The wire form of what the engine or recorder put on a link."""
+    if isinstance(message, Dispatches):
+        if len(message.items) == 1:
+            return pb.SchedulerMessage(dispatch=dispatch_to_proto(message.items[0]))
+        items = [dispatch_to_proto(item) for item in message.items]
+        return pb.SchedulerMessage(dispatches=pb.Dispatches(dispatches=items))
+    if isinstance(message, Acknowledgements):
+        accepted = [pb.ResultAccepted(execution_id=f.key.id, fence=f.fence)
+                    for f in message.accepted]  # fmt: skip
+        stale = [refusal_to_proto(refusal) for refusal in message.stale]
+        return pb.SchedulerMessage(
+            acknowledgements=pb.Acknowledgements(accepted=accepted, stale=stale)
+        )
+    return pb.SchedulerMessage(stale_fence=refusal_to_proto(message))
 
 
 def welcome(node_id: str, heartbeat_interval_s: float) -> pb.SchedulerMessage:
     return pb.SchedulerMessage(
         welcome=pb.Welcome(node_id=node_id, heartbeat_interval_ms=int(heartbeat_interval_s * 1000))
     )
-
-
-def dispatch_fences(message: pb.SchedulerMessage) -> list[Fenced]:
-    """The runs an outgoing message hands over (empty for anything but dispatches)."""
-    body = message.WhichOneof("body")
-    if body == "dispatch":
-        items = [message.dispatch]
-    elif body == "dispatches":
-        items = list(message.dispatches.dispatches)
-    else:
-        return []
-    return [Fenced(ExecutionKey.parse(d.execution_id), d.fence) for d in items]

@@ -1,9 +1,9 @@
 """Prometheus metrics of a scheduler node, served over HTTP when `metrics_listen` is set.
 
 Each node has a registry of its own (nodes in one process do not collide).
-Events are counted where they happen (the engine calls `observe_*`); state
-(wheel size, partitions, backlog, upcoming load) is read from the engine at
-scrape time by a collector, so nothing is kept twice.
+Events are counted where they happen (`NodeMetrics` is the engine's
+observer); state (wheel size, partitions, backlog, upcoming load) is read
+from an engine snapshot at scrape time, so nothing is kept twice.
 
     wheel_firing_lateness_seconds     histogram  dispatch time minus the instant (0 when ahead)
     wheel_executions_total{outcome}   counter    attempts recorded, by outcome
@@ -27,8 +27,6 @@ scrape time by a collector, so nothing is kept twice.
 
 from __future__ import annotations
 
-import time
-from collections import Counter
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Histogram
@@ -37,12 +35,12 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from wheel import metrics_http
-from wheel.scheduler.engine import Engine
+from wheel.model.executions import ExecutionStatus, Outcome
+from wheel.scheduler.observer import EngineSnapshot
 
 _LATENESS_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60)
 _SIZE_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
 _SECONDS_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5)
-_UPCOMING = (("1m", 60_000), ("5m", 300_000))
 
 
 class NodeMetrics:
@@ -63,7 +61,7 @@ class NodeMetrics:
             ["status"],
             registry=r,
         )
-        self.refused = CounterMetric(
+        self.refused_reports = CounterMetric(
             "wheel_refused_reports",
             "Results and heartbeats refused, by kind and reason (not_yours: from an executor"
             " the run was not dispatched to).",
@@ -81,9 +79,31 @@ class NodeMetrics:
         self.horizon_lag_s = 0.0
         self.clock_offset_s = 0.0
 
-    def watch(self, engine: Engine) -> None:
+    # -- the engine's observer -------------------------------------------------------------
+
+    def claimed(self, seconds: float, size: int) -> None:
+        self.claim_seconds.observe(seconds)
+        self.claim_size.observe(size)
+
+    def recorded(self, seconds: float, size: int) -> None:
+        self.record_seconds.observe(seconds)
+        self.record_size.observe(size)
+
+    def dispatched(self, lateness_s: float) -> None:
+        self.lateness.observe(lateness_s)
+
+    def refused(self, kind: str, reason: str, count: int) -> None:
+        self.refused_reports.labels(kind, reason).inc(count)
+
+    def attempt_recorded(self, outcome: Outcome) -> None:
+        self.executions.labels(outcome.value).inc()
+
+    def execution_finished(self, status: ExecutionStatus) -> None:
+        self.finished.labels(status.value).inc()
+
+    def watch(self, snapshot: Callable[[], EngineSnapshot]) -> None:
         """Read the engine's state at every scrape."""
-        self.registry.register(_EngineCollector(engine, self))
+        self.registry.register(_EngineCollector(snapshot, self))
 
     def serve(self, listen: str) -> tuple[str, int]:
         """Serve /metrics on `host:port` (port 0 picks one); returns the bound address."""
@@ -91,42 +111,38 @@ class NodeMetrics:
 
 
 class _EngineCollector(Collector):
-    def __init__(self, engine: Engine, metrics: NodeMetrics) -> None:
-        self._engine = engine
+    def __init__(self, snapshot: Callable[[], EngineSnapshot], metrics: NodeMetrics) -> None:
+        self._snapshot = snapshot
         self._metrics = metrics
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        engine = self._engine
-        yield _gauge("wheel_wheel_timers", "Occurrences in the timing wheel.", len(engine.driver))
-        yield _gauge("wheel_owned_partitions", "Partitions owned.", len(engine.owned))
-        yield _gauge("wheel_in_flight", "Claimed and not yet finished.", len(engine.in_flight))
+        state = self._snapshot()
+        yield _gauge("wheel_wheel_timers", "Occurrences in the timing wheel.", state.timers)
+        yield _gauge("wheel_owned_partitions", "Partitions owned.", state.owned)
+        yield _gauge("wheel_in_flight", "Claimed and not yet finished.", state.in_flight)
         ready = GaugeMetricFamily("wheel_ready", "Fired, waiting for credit.", labels=["pool"])
         credit = GaugeMetricFamily("wheel_executor_credit", "Dispatches allowed now.",
                                    labels=["pool"])  # fmt: skip
-        pools = set(engine.ready.pools()) | {p for link in engine.links for p in link.pools}
-        for pool in sorted(pools):
-            ready.add_metric([pool], engine.ready.waiting(pool))
-            credit.add_metric([pool], engine.links.credit(pool))
+        for pool, allowed in state.credit.items():
+            ready.add_metric([pool], state.ready.get(pool, 0))
+            credit.add_metric([pool], allowed)
         yield ready
         yield credit
         unserved = GaugeMetricFamily(
             "wheel_unserved", "Due runs no connected executor serves (left unclaimed).",
             labels=["task_type"],
         )  # fmt: skip
-        by_type: Counter[str] = Counter()
-        for (_, task_type), items in engine.unserved.items():
-            by_type[task_type] += len(items)
-        for task_type, count in sorted(by_type.items()):
+        for task_type, count in state.unserved.items():
             unserved.add_metric([task_type], count)
         yield unserved
-        oldest = engine.ready.oldest_fire_at_ms()
-        age = max(0.0, time.time() - oldest / 1000) if oldest is not None else 0.0
+        oldest = state.oldest_ready_ms
+        age = max(0.0, (state.at_ms - oldest) / 1000) if oldest is not None else 0.0
         yield _gauge("wheel_backlog_age_seconds", "Oldest due-but-unclaimed age.", age)
         upcoming = GaugeMetricFamily(
             "wheel_upcoming", "Loaded occurrences due within a window, by pool.",
             labels=["pool", "within"],
         )  # fmt: skip
-        for (pool, within), count in sorted(_upcoming(engine, time.time).items()):
+        for (pool, within), count in sorted(state.upcoming.items()):
             upcoming.add_metric([pool, within], count)
         yield upcoming
         metrics = self._metrics
@@ -134,17 +150,6 @@ class _EngineCollector(Collector):
                      metrics.horizon_lag_s)  # fmt: skip
         yield _gauge("wheel_clock_offset_seconds", "Database clock minus this node's.",
                      metrics.clock_offset_s)  # fmt: skip
-
-
-def _upcoming(engine: Engine, clock: Callable[[], float]) -> Counter[tuple[str, str]]:
-    now_ms = int(clock() * 1000)
-    counts: Counter[tuple[str, str]] = Counter()
-    for ready in engine.known.values():
-        ahead = ready.fire_at_ms - now_ms
-        for label, window_ms in _UPCOMING:
-            if 0 <= ahead < window_ms:
-                counts[(ready.pool, label)] += 1
-    return counts
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

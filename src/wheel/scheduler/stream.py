@@ -109,10 +109,10 @@ class ExecutorStreamService:
         try:
             yield messages.welcome(self._node_id, engine.config.heartbeat_interval_s)
             while (message := await link.outbox.get()) is not None:
-                yield message
+                yield messages.outgoing_to_proto(message)
             # Gone from the node before the executor hears why: no dispatch can follow.
             engine.links.disconnect(link)
-            engine.undelivered(link)
+            engine.recorder.undelivered(link)
             for task in (reader, watcher):
                 if task.done() and not task.cancelled() and isinstance(task.exception(), _Ended):
                     ended = task.exception()
@@ -122,7 +122,7 @@ class ExecutorStreamService:
                     await self._internal(context, task.exception())  # type: ignore[arg-type]
         finally:
             engine.links.disconnect(link)
-            engine.undelivered(link)
+            engine.recorder.undelivered(link)
             for task in (reader, watcher):
                 task.cancel()
             for task in (reader, watcher):
@@ -152,24 +152,25 @@ class ExecutorStreamService:
 
     async def _read(self, link: Link, incoming: AsyncIterator[bytes]) -> None:
         engine = self._engine
+        links, recorder = engine.links, engine.recorder
         number = 1
         try:
             async for raw in incoming:
                 number += 1
                 message = _parse(raw, number)
-                engine.links.heard(link)
+                links.heard(link)
                 body = message.WhichOneof("body")
                 if body == "credit":
                     pool, count = messages.credit_from_proto(message.credit, link.pools)
-                    engine.links.grant(link, pool, count)
+                    links.grant(link, pool, count)
                 elif body in ("result", "results"):
                     results = [message.result] if body == "result" else message.results.results
                     for result in results:
                         parsed = messages.result_from_proto(result)
                         if parsed is None:
-                            engine.refuse_unreadable(link, result.execution_id, result.fence)
+                            recorder.refuse_unreadable(link, result.execution_id, result.fence)
                         else:
-                            engine.report(link, parsed)
+                            recorder.report(link, parsed)
                 elif body in ("heartbeat", "heartbeats"):
                     beats = (
                         [message.heartbeat]
@@ -179,7 +180,7 @@ class ExecutorStreamService:
                     for beat in beats:
                         fenced = messages.heartbeat_from_proto(beat)
                         if fenced is not None:
-                            engine.heartbeat(link, fenced)
+                            recorder.heartbeat(link, fenced)
                 elif body == "hello":
                     raise InvalidArgument("hello", "sent again: only the first message is a hello")
                 else:

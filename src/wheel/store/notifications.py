@@ -19,6 +19,7 @@ from typing import Any
 
 import psycopg
 
+from wheel.errors import WheelError
 from wheel.model.ids import PartitionId
 from wheel.store.translate import translated
 
@@ -96,8 +97,10 @@ async def listen(
                 await _follow(conn, handle)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # Postgres away or the connection broke: reconnect
+        except (psycopg.Error, OSError) as exc:  # Postgres away or the connection broke
             log.warning("notifications.listen_failed", extra={"error": repr(exc)})
+        except Exception:  # a bug: say where, and listen again
+            log.exception("notifications.listen_failed")
         finally:
             listening.clear()
         await asyncio.sleep(delay_s)  # backoff while Postgres is away
@@ -128,8 +131,10 @@ async def _follow(
                 batch.append(arrived.get_nowait())
             try:
                 await handle(merge(batch))
-            except Exception as exc:  # the store away: the catch-up scan covers it
-                log.warning("notifications.handle_failed", extra={"error": repr(exc)})
+            except WheelError as exc:  # the store away: the catch-up scan covers it
+                log.warning("notifications.handle_failed", extra={"error": str(exc)})
+            except Exception:  # a bug: say where; the catch-up scan covers the batch
+                log.exception("notifications.handle_failed")
     finally:
         # Cancelled while waiting, the get must end too: left pending, it outlived the
         # node (a task per stop, destroyed pending when the loop closed).

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wheel.dev.cluster import DevConfig, previous_token, write_state
+from wheel.dev.config import DevConfig, previous_token, write_state
 from wheel.dev.processes import child_environment, metric_value, plan_ports, wheel_command
 from wheel.errors import ConfigError
 

@@ -30,6 +30,7 @@ def loader() -> tuple[Loader, _Occurrences]:
     engine.config = config
     engine.owned = {PartitionId(0): 1}
     engine.add_due.return_value = 0
+    engine.now = lambda: datetime.now(UTC)
     occurrences = _Occurrences()
     store = MagicMock(name="store")
     store.occurrences = occurrences

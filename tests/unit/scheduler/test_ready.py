@@ -4,36 +4,13 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from datetime import UTC, datetime, timedelta
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId
+from tests.unit.scheduler.helpers import A, B, C, item, unlimited
+from wheel.model.ids import JobId, PartitionId, TenantId
 from wheel.scheduler.ready import Ready, ReadyQueues
-
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-A, B, C = (TenantId(uuid.UUID(int=n)) for n in (1, 2, 3))
-
-
-def item(
-    tenant: TenantId,
-    n: int,
-    *,
-    priority: int = 0,
-    pool: str = "default",
-    overlap: str = "allow",
-    job: JobId | None = None,
-    partition: int = 0,
-) -> Ready:
-    at = T0 + timedelta(seconds=n)
-    key = ExecutionKey(job or JobId(uuid.uuid4()), at)
-    return Ready(key, PartitionId(partition), tenant, pool, "task", priority, overlap,
-                 int(at.timestamp() * 1000))  # fmt: skip
-
-
-def unlimited(_: TenantId) -> int:
-    return 1_000_000
 
 
 def test_round_robin_across_tenants_whatever_their_backlog() -> None:

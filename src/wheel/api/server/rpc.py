@@ -19,10 +19,14 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError, Message
 
+from wheel._proto.wheel.v1 import api_pb2
 from wheel.api.server.auth import Authenticator
 from wheel.api.status import Status, to_status
 from wheel.errors import InvalidArgument, WheelError
 from wheel.model.ids import TenantId
+
+SERVICE_NAMES = tuple(service.full_name for service in api_pb2.DESCRIPTOR.services_by_name.values())
+"""Every public API service, by full name (what reflection lists)."""
 
 log = logging.getLogger(__name__)
 

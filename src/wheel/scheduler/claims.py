@@ -1,0 +1,260 @@
+"""Ready → claimed → dispatched: one claim statement per batch, each run with its executor.
+
+Contract:
+- A run is claimed only with an executor ready to take it: before the claim,
+  each gets a link with credit that serves its task type. One no connected
+  executor serves waits aside (unserved) without being claimed; one whose
+  executors are all out of credit waits in the ready queue for the next
+  round; one whose breaker is open is parked.
+- A tenant never has more runs in flight and in claims here than its cap
+  allows (the claim checks the cluster-wide cap too, answering CAPPED), and
+  an overlap-limited job has one run in a claim at a time.
+- A claim is one statement fenced by the owned partitions' epochs. Claimed
+  runs are in flight from then and dispatched with `start_at` = their instant;
+  the rest are answered: EARLY back to the wheel, CAPPED aside, BLOCKED
+  behind the job's running run, anything unanswered forgotten (paused, edited,
+  or no longer owned: it is still pending in Postgres).
+- A claim that fails hands the credit back and the runs to the ready queues.
+- Nothing is claimed while the recorder is behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Coroutine, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from wheel.errors import WheelError
+from wheel.model.executions import AttemptResult, Claimed, ClaimState, Outcome
+from wheel.model.ids import ExecutionKey, PartitionId, TenantId
+from wheel.scheduler.aside import Aside
+from wheel.scheduler.breaker import Breakers
+from wheel.scheduler.config import SchedulerConfig
+from wheel.scheduler.in_flight import LEASE_GRACE_S, InFlight, InFlightRuns
+from wheel.scheduler.links import Link, Links
+from wheel.scheduler.observer import EngineObserver, EngineStats
+from wheel.scheduler.outgoing import Dispatch, Dispatches
+from wheel.scheduler.overlap import OverlapQueues
+from wheel.scheduler.ready import Ready, ReadyQueues
+from wheel.scheduler.recorder import Recorder
+from wheel.store.occurrences import Occurrences
+from wheel.timingwheel import Clock
+
+log = logging.getLogger(__name__)
+
+RETRY_CLAIM_S = 0.2
+"""After a failed claim, its runs wait this long before they go back to the ready queues."""
+_OVERLAP_SKIP_REASON = "overlap: one run was already queued behind a running one (policy queue)"
+
+
+def _ms(instant: datetime) -> int:
+    return int(instant.timestamp() * 1000)
+
+
+class Claims:
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        occurrences: Occurrences,
+        links: Links,
+        *,
+        ready: ReadyQueues,
+        in_flight: InFlightRuns,
+        breakers: Breakers,
+        aside: Aside,
+        overlap: OverlapQueues,
+        recorder: Recorder,
+        owned: Mapping[PartitionId, int],
+        known: Callable[[ExecutionKey], bool],
+        forget: Callable[[ExecutionKey], object],
+        refile: Callable[[Ready], None],
+        wake: Callable[[], None],
+        clock: Clock,
+        observer: EngineObserver,
+        stats: EngineStats,
+    ) -> None:
+        """`owned` is the engine's live map of partitions to epochs; `known` and `forget`
+        ask about and drop a loaded run; `refile` puts one back in the wheel; `wake` tells
+        the dispatcher a claim ended."""
+        self._config = config
+        self._occurrences = occurrences
+        self._links = links
+        self._ready = ready
+        self._in_flight = in_flight
+        self._breakers = breakers
+        self._aside = aside
+        self._overlap = overlap
+        self._recorder = recorder
+        self._owned = owned
+        self._known = known
+        self._forget = forget
+        self._refile = refile
+        self._wake = wake
+        self._clock = clock
+        self._observer = observer
+        self._stats = stats
+        self._reserved: Counter[TenantId] = Counter()
+        """By tenant: runs in a claim now (counted against the cap with those in flight)."""
+        self.running = 0
+        """Claim statements in flight."""
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def stop(self) -> None:
+        """Wait for the claims already started."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def round(self) -> None:
+        """Start claims for every pool with both waiting work and executor credit."""
+        config = self._config
+        cap = config.tenant_in_flight_cap
+        by_tenant, reserved = self._in_flight.by_tenant, self._reserved
+
+        def room(tenant: TenantId) -> int:
+            return cap - by_tenant[tenant] - reserved[tenant]
+
+        if self._recorder.behind():
+            return  # each finished record batch wakes the dispatcher again
+        links, ready = self._links, self._ready
+        now_s = self._clock.monotonic_ms() / 1000
+        for pool in ready.pools():
+            deferred: list[Ready] = []
+            while self.running < config.claim_concurrency and self._owned:
+                free = links.credit(pool)
+                if free <= 0 or len(deferred) >= config.claim_batch:
+                    break
+                taken = ready.take(
+                    pool, min(free, config.claim_batch), room, busy=self._overlap.claiming
+                )
+                if not taken:
+                    break
+                batch: list[tuple[Ready, Link]] = []
+                for item in taken:
+                    if not self._breakers.allow(item.task_type, now_s):
+                        self._aside.park(item)
+                        continue
+                    link = links.take(pool, item.task_type)
+                    if link is not None:
+                        batch.append((item, link))
+                    elif links.serves(pool, item.task_type):
+                        deferred.append(item)  # its executors have no credit left now
+                    else:
+                        self._aside.set_unserved(item)
+                if not batch:
+                    continue
+                for item, _ in batch:
+                    reserved[item.tenant] += 1
+                    if item.overlap != "allow":
+                        self._overlap.claiming.add(item.key.job_id)
+                self.running += 1
+                self._spawn(self._claim(batch))
+            for item in deferred:
+                ready.push(item)
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._reap_task)
+
+    def _reap_task(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("engine.task_failed", exc_info=task.exception())
+
+    async def _claim(self, batch: list[tuple[Ready, Link]]) -> None:
+        config = self._config
+        began = time.perf_counter()
+        try:
+            outcome = await self._occurrences.claim_batch(
+                [item.key for item, _ in batch],
+                dict(self._owned),
+                lease_s=config.lease_s,
+                ahead_s=max(config.lead_ms, config.prefetch_ms) / 1000 + 1.0,
+                executors=[link.binding for _, link in batch],
+                tenant_ids={item.tenant for item, _ in batch},
+            )
+        except WheelError as exc:
+            log.warning("engine.claim_failed", extra={"size": len(batch), "error": str(exc)})
+            await asyncio.sleep(RETRY_CLAIM_S)
+            for item, link in batch:
+                self._links.refund(link, item.pool)
+                if self._known(item.key):
+                    self._ready.push(item)
+            return
+        finally:
+            for item, _ in batch:
+                self._reserved[item.tenant] -= 1
+                self._overlap.claiming.discard(item.key.job_id)
+            self.running -= 1
+            self._wake()
+        took = time.perf_counter() - began
+        self._stats.claim_batches += 1
+        self._stats.claim_s += took
+        self._observer.claimed(took, len(batch))
+        by_key = {item.key: (item, link) for item, link in batch}
+        outgoing: defaultdict[Link, list[Dispatch]] = defaultdict(list)
+        now = datetime.fromtimestamp(self._clock.wall_ms() / 1000, UTC)
+        expires = self._clock.monotonic_ms() / 1000 + config.lease_s + LEASE_GRACE_S
+        for claimed in outcome.claimed:
+            item, link = by_key.pop(claimed.key)
+            dispatch = self._dispatch(claimed, item, link, now, expires)
+            if dispatch is not None:
+                outgoing[link].append(dispatch)
+        for link, dispatches in outgoing.items():
+            link.send(Dispatches(tuple(dispatches)))
+        for item, link in by_key.values():
+            self._links.refund(link, item.pool)  # not claimed: the credit is still the link's
+        unclaimed_items = {item.key: item for item, _ in batch}
+        overlapped: list[Ready] = []
+        for unclaimed in outcome.unclaimed:
+            item = unclaimed_items[unclaimed.key]
+            if unclaimed.state is ClaimState.EARLY:
+                item.fire_at_ms = _ms(unclaimed.fire_at)
+                self._refile(item)
+            elif unclaimed.state is ClaimState.CAPPED:
+                self._aside.wait_for_room(item, self._clock.monotonic_ms() / 1000)
+            elif unclaimed.state is ClaimState.BLOCKED:
+                displaced = self._overlap.queue_behind(item)
+                if displaced is not None:
+                    overlapped.append(displaced)
+            else:
+                self._stats.skipped_overlap += 1
+                self._forget(item.key)
+        answered = {c.key for c in outcome.claimed} | {u.key for u in outcome.unclaimed}
+        for item, _ in batch:
+            if item.key not in answered:
+                self._forget(item.key)  # not claimable: paused, edited, or not ours any more
+        if overlapped:
+            self._stats.skipped_overlap += len(overlapped)
+            try:
+                await self._occurrences.skip(
+                    [item.key for item in overlapped], _OVERLAP_SKIP_REASON
+                )
+            except WheelError as exc:  # still pending: the catch-up scan brings them back
+                log.warning("engine.skip_failed", extra={"error": str(exc)})
+
+    def _dispatch(
+        self, claimed: Claimed, item: Ready, link: Link, now: datetime, expires_s: float
+    ) -> Dispatch | None:
+        """A claimed run, in flight from now: its dispatch, or None if it cannot go."""
+        key = item.key  # the loaded key: its id is already made
+        self._forget(key)
+        # The job may have been edited since it was loaded: route by what was claimed.
+        item.pool, item.task_type, item.priority = claimed.pool, claimed.task_type, claimed.priority
+        self._in_flight.add(key, InFlight(item, claimed.fence, link, expires_s))
+        self._stats.claimed += 1
+        if not link.open or not link.serves(claimed.pool, claimed.task_type):
+            # The executor went away between credit and claim, or the job now names a
+            # task type it does not run: give the attempt back (the node's own report).
+            self._stats.not_started += 1
+            self._recorder.submit(None, AttemptResult(key, claimed.fence, Outcome.NOT_STARTED))
+            return None
+        start_at = claimed.fire_at
+        deadline = max(start_at, now) + timedelta(seconds=claimed.timeout_s)
+        self._observer.dispatched(max(0.0, (now - start_at).total_seconds()))
+        self._stats.dispatched += 1
+        return Dispatch(key, claimed, start_at, deadline)

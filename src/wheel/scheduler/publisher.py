@@ -1,0 +1,67 @@
+"""What a node tells the cluster about itself in etcd, on its session's lease.
+
+Two documents per node, rewritten only when they change and gone with the
+node's lease: `breakers/<node>` (task types whose breaker is not closed, and
+how many runs are parked; `explain` names them) and `links/<node>` (the
+executors streaming to it with their pools, task types and credit, and what
+waits here; `explain`, job warnings and `wheel executors` read it). etcd being
+away skips a write; the next tick tries again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from wheel.coordinator.etcd import Etcd
+from wheel.coordinator.layout import Layout, encode
+from wheel.coordinator.session import Session
+from wheel.errors import CoordinatorError
+from wheel.scheduler.engine import Engine
+
+
+class Publisher:
+    def __init__(self, etcd: Etcd, layout: Layout, node_id: str) -> None:
+        self._etcd = etcd
+        self._layout = layout
+        self._node_id = node_id
+        self._published: dict[str, tuple[int, object]] = {}
+
+    async def breakers(self, engine: Engine, session: Session | None) -> None:
+        breakers = engine.snapshot().breakers
+        document = {
+            "open": {
+                task_type: {"state": state, "parked": parked}
+                for task_type, (state, parked) in breakers.items()
+            }
+        }
+        await self._publish(f"{self._layout.breakers}{self._node_id}", document, session)
+
+    async def links(self, engine: Engine, session: Session | None) -> None:
+        executors = {
+            link.executor_id: {
+                "pools": list(link.pools),
+                "task_types": list(link.task_types),
+                "capacity": link.capacity,
+                "credit": dict(sorted(link.credits.items())),
+                "since": link.connected_at.isoformat(timespec="seconds"),
+            }
+            for link in sorted(engine.links, key=lambda link: link.executor_id)
+        }
+        snapshot = engine.snapshot()
+        document = {"executors": executors, "ready": snapshot.ready, "unserved": snapshot.unserved}
+        await self._publish(f"{self._layout.links}{self._node_id}", document, session)
+
+    async def _publish(
+        self, key: str, document: Mapping[str, object], session: Session | None
+    ) -> None:
+        """Write `document` at `key` under the session's lease when it changed."""
+        if session is None:
+            return
+        published = (session.lease_id, document)
+        if self._published.get(key) == published:
+            return
+        try:
+            await self._etcd.put(key, encode(document), lease=session.lease_id)
+        except CoordinatorError:
+            return  # etcd is away: the next tick tries again
+        self._published[key] = published

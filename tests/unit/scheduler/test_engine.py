@@ -1,0 +1,111 @@
+"""The engine on a manual clock: fire → claim → dispatch → record, with no sleeps."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import uuid
+from datetime import timedelta
+
+from tests.unit.scheduler.helpers import PARTITION, TOKEN, Bench, bench, due_runs, hello
+from wheel.model.executions import AttemptResult, Outcome
+from wheel.scheduler.links import Link
+from wheel.scheduler.outgoing import Acknowledgements, Dispatches, Outgoing
+
+
+async def _next(link: Link) -> Outgoing:
+    message = await link.outbox.get()
+    assert message is not None
+    return message
+
+
+def _connected(b: Bench, credit: int = 10) -> Link:
+    link = b.links.connect(hello("ex", ("report",)), TOKEN)
+    b.links.grant(link, "default", credit)
+    return link
+
+
+async def test_a_run_is_claimed_ahead_dispatched_to_start_at_its_instant_and_recorded() -> None:
+    b = bench(prefetch_ms=2000, lead_ms=250, claim_slice_ms=50, lease_s=30.0)
+    e = b.engine
+    e.start()
+    try:
+        link = _connected(b)
+        due = due_runs(uuid.uuid4(), 1, overlap="allow", fire_at=b.now() + timedelta(seconds=5))
+        assert b.add(due) == 1
+        b.clock.advance(2999)
+        assert len(e.ready) == 0, "not yet: 2 s ahead of 5 s is 3 s on"
+        assert b.occurrences.claims == []
+        b.clock.advance(1)
+        sent = await _next(link)
+        assert isinstance(sent, Dispatches)
+        (dispatch,) = sent.items
+        assert dispatch.key == due[0].key
+        assert dispatch.start_at == due[0].fire_at, "the executor starts it at its instant"
+        assert dispatch.deadline == due[0].fire_at + timedelta(seconds=60)
+        assert link.credits["default"] == 9
+        assert due[0].key in e.in_flight
+        assert due[0].key not in e.known
+        e.recorder.report(link, AttemptResult(dispatch.key, 1, Outcome.SUCCEEDED))
+        ack = await _next(link)
+        assert ack == Acknowledgements(accepted=(dataclasses.replace(sent.fences()[0]),))
+        assert len(e.in_flight) == 0
+        (recorded,) = b.occurrences.recorded
+        assert (recorded.executor_id, recorded.executor_instance) == ("ex", "i1")
+        assert (e.stats.claimed, e.stats.dispatched, e.stats.recorded) == (1, 1, 1)
+    finally:
+        await e.stop()
+
+
+async def test_a_run_given_back_unstarted_is_asked_again_after_a_backoff_that_doubles() -> None:
+    b = bench(prefetch_ms=0, lead_ms=0, claim_slice_ms=1)
+    e = b.engine
+    e.start()
+    try:
+        link = _connected(b)
+        due = due_runs(uuid.uuid4(), 1, overlap="allow", fire_at=b.now())
+        b.add(due)
+        b.clock.advance(1)
+        for backoff_ms in (1000, 2000, 4000):
+            sent = await _next(link)
+            assert isinstance(sent, Dispatches)
+            fence = sent.items[0].claimed.fence
+            e.recorder.report(link, AttemptResult(due[0].key, fence, Outcome.NOT_STARTED))
+            await _next(link)  # acknowledged; pending again, back in the wheel
+            assert due[0].key in e.known
+            b.clock.advance(backoff_ms - 1)
+            assert len(e.ready) == 0, f"not before {backoff_ms} ms"
+            b.clock.advance(1)
+        assert isinstance(await _next(link), Dispatches)
+        assert len(b.occurrences.claims) == 4
+    finally:
+        await e.stop()
+
+
+async def test_a_released_partition_fires_nothing_and_a_reowned_one_loads_afresh() -> None:
+    b = bench(prefetch_ms=0, lead_ms=0, claim_slice_ms=1)
+    e = b.engine
+    due = due_runs(uuid.uuid4(), 3, overlap="allow", fire_at=b.now() + timedelta(seconds=1))
+    b.add(due)
+    e.release(PARTITION)
+    assert (len(e.driver), e.known) == (0, {})
+    assert b.add(due) == 0, "not owned: nothing is filed"
+    e.own(PARTITION, 2)
+    assert b.add(due) == 3
+
+
+def test_the_snapshot_and_stats_a_node_logs_are_plain_json() -> None:
+    b = bench()
+    e = b.engine
+    _connected(b, credit=3)
+    b.add(due_runs(uuid.uuid4(), 2, overlap="allow", fire_at=b.now() + timedelta(seconds=30)))
+    e.stats.count_refused("result.not_yours")
+    e.stats.count_refused("heartbeat.refused", 3)
+    snapshot = e.snapshot()
+    assert (snapshot.timers, snapshot.owned, snapshot.credit) == (2, 1, {"default": 3})
+    assert snapshot.upcoming == {("default", "1m"): 2, ("default", "5m"): 2}
+    document = {**dataclasses.asdict(e.stats), **snapshot.pressure}
+    assert json.loads(json.dumps(document))["refused"] == {
+        "result.not_yours": 1,
+        "heartbeat.refused": 3,
+    }
