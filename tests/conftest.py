@@ -8,38 +8,25 @@ Services are started lazily: a run of unit tests alone starts nothing.
 from __future__ import annotations
 
 import shutil
-import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
-from pathlib import Path
 
 import aetcd
 import psycopg
 import pytest
 from psycopg import sql
 
+from tests.services import TEMPLATE_DATABASE, service_data_root
 from wheel import eventloop
 from wheel.eventloop import loop_factory
 from wheel.local import LocalServices
 from wheel.store import Store, migrate
-
-TEMPLATE_DATABASE = "wheel_template"
 
 
 def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> Mapping[str, object]:
     """Async tests run on the loop wheel runs on (uvloop where installed)."""
     factory = loop_factory()
     return {factory.__module__.split(".")[0]: factory}
-
-
-def service_data_root() -> Path:
-    """A fresh directory for server data that Postgres's user can reach when we are root.
-
-    Not pytest's tmp_path: /tmp/pytest-of-root is private to root by design.
-    """
-    root = Path(tempfile.mkdtemp(prefix="wheel-test-"))
-    root.chmod(0o755)  # ours, made for this; nothing above it is loosened
-    return root
 
 
 @pytest.fixture(scope="session")
@@ -92,16 +79,6 @@ async def etcd_prefix(local_services: LocalServices) -> AsyncIterator[str]:
     await client.connect()
     try:
         await client.delete_prefix(prefix.encode())
-    finally:
-        await client.close()
-
-
-async def delete_cluster_keys(local_services: LocalServices, cluster: str) -> None:
-    """Remove everything a cluster of that name left in etcd (`/wheel/<cluster>/`)."""
-    client = aetcd.Client(host="127.0.0.1", port=local_services.etcd.port)
-    await client.connect()
-    try:
-        await client.delete_prefix(f"/wheel/{cluster}/".encode())
     finally:
         await client.close()
 

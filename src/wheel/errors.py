@@ -20,8 +20,8 @@
         ├── CoordinatorUnavailable  cannot reach etcd now: retry later
         └── HistoryCompacted   a watch asked for revisions etcd no longer keeps
 
-Later layers add their branches here (store, coordinator, API). Errors carry
-the context needed to act on them; expected outcomes are return values.
+Errors carry the context needed to act on them; expected outcomes are return
+values.
 """
 
 from __future__ import annotations

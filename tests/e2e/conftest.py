@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.conftest import delete_cluster_keys
 from tests.e2e.cluster import Cluster
+from tests.services import delete_cluster_keys
 from wheel.local import LocalServices
 
 

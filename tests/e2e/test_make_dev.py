@@ -24,9 +24,9 @@ from typing import IO
 
 import psycopg
 
-from tests.conftest import service_data_root
 from tests.e2e.readme import run_tour
 from tests.processes import alive, children, wait_for_exit
+from tests.services import service_data_root
 from wheel import eventloop
 from wheel.store import Store
 

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from tests.conftest import delete_cluster_keys
+from tests.integration.nodes import NodeFactory, fast_config
+from tests.services import delete_cluster_keys
 from wheel.local import LocalServices
 from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.node import SchedulerNode
-
-NodeFactory = Callable[..., Awaitable[SchedulerNode]]
 
 
 @pytest.fixture
@@ -23,27 +22,6 @@ async def cluster(local_services: LocalServices) -> AsyncIterator[str]:
     name = f"test-{uuid.uuid4().hex[:12]}"
     yield name
     await delete_cluster_keys(local_services, name)
-
-
-def fast_config(**overrides: Any) -> dict[str, Any]:
-    """Timings shrunk so failure paths finish in seconds."""
-    settings: dict[str, Any] = {
-        "partitions": 8,
-        "session_ttl_s": 3,
-        "window_s": 60.0,
-        "load_interval_s": 0.5,
-        "catch_up_interval_s": 1.0,
-        "materialise_interval_s": 1.0,
-        "horizon_s": 120.0,
-        "lease_s": 2.0,
-        "prefetch_ms": 500,  # at most half the lease: a held run keeps its lease
-        "heartbeat_interval_s": 0.5,
-        "reap_interval_s": 0.25,
-        "breaker_cooldown_s": 2.0,
-        "pool_size": 4,
-    }
-    settings.update(overrides)
-    return settings
 
 
 @pytest.fixture

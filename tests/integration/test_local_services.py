@@ -8,7 +8,7 @@ import aetcd
 import psycopg
 from psycopg import sql
 
-from tests.conftest import TEMPLATE_DATABASE
+from tests.services import TEMPLATE_DATABASE
 from wheel.local import LocalServices
 
 

@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-from tests.conftest import service_data_root
 from tests.processes import alive, children, wait_for_exit
+from tests.services import service_data_root
 from wheel.local import LocalServices
 
 HOLDER = textwrap.dedent(

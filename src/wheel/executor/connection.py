@@ -189,8 +189,9 @@ class NodeLink:
         self.node_id = node_id
         self.address = address
         self._credentials = credentials
-        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
         """TLS to the node when set (the nodes serve TLS only, when configured)."""
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
+        """The executor token, sent with the stream (never in a URL or a log)."""
         self._identity = identity
         self._handler = handler
         self._backoff_min_s = backoff_min_s

@@ -17,12 +17,3 @@ def free_port() -> int:
         sock.bind((LOOPBACK, 0))
         port: int = sock.getsockname()[1]
         return port
-
-
-def accepts_connections(port: int, timeout_s: float = 0.2) -> bool:
-    """Whether something accepts TCP connections on 127.0.0.1:`port`."""
-    try:
-        with socket.create_connection((LOOPBACK, port), timeout=timeout_s):
-            return True
-    except OSError:
-        return False

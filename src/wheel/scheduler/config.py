@@ -20,9 +20,13 @@ class SchedulerConfig:
     """
 
     node_id: str
-    postgres_dsn: str = field(repr=False)  # may carry a password
+    """This node's name in the cluster: unique, no '/' (its etcd keys are named by it)."""
+    postgres_dsn: str = field(repr=False)
+    """libpq connection string of the database (kept out of repr: it may carry a password)."""
     etcd_endpoint: str
+    """host:port of an etcd member."""
     cluster: str = "default"
+    """Cluster name: its keys live under /wheel/<cluster>/ in etcd."""
     listen: str = "127.0.0.1:0"
     """host:port of the gRPC server; port 0 picks a free one."""
     advertise: str = ""
@@ -38,13 +42,18 @@ class SchedulerConfig:
     partitions: int = 256
     """Partition count for a new cluster; an existing cluster keeps its own."""
     session_ttl_s: int = 10
+    """TTL of the node's etcd session: a node that stops renewing it loses its partitions
+    this long after."""
     window_s: float = 300.0
     """Pending occurrences due within this long are kept in the timing wheel."""
     load_interval_s: float = 1.0
+    """How often the loaded window is topped up to `window_s` ahead."""
     catch_up_interval_s: float = 5.0
     """The safety net: overdue pending occurrences not in the wheel are picked up this often."""
     materialise_interval_s: float = 5.0
+    """How often recurring jobs of owned partitions get occurrences up to the horizon."""
     horizon_s: float = 3600.0
+    """Recurring jobs' occurrences are written to Postgres this far ahead."""
     lead_ms: int = 250
     """Runs of jobs whose overlap policy is not 'allow' are claimed and dispatched this long
     before their instant (the overlap check sees the previous run as late as it can); the
@@ -58,24 +67,36 @@ class SchedulerConfig:
     """Occurrences are handed to claims in slices this long (bigger, fewer claim statements);
     must be well under `lead_ms` so a slice is claimed and dispatched before its instants."""
     lease_s: float = 30.0
+    """A claimed run's lease: its executor must heartbeat or report within it, or the run is
+    reaped as a failed attempt (and retried under its policy)."""
     heartbeat_interval_s: float = 5.0
+    """How often executors are asked to heartbeat a running run (well under `lease_s`)."""
     claim_batch: int = 1000
+    """Most runs in one claim statement."""
     claim_concurrency: int = 2
+    """Claim statements in flight at once."""
     record_batch: int = 1000
+    """Most results (or heartbeats) in one record statement."""
     reap_interval_s: float = 1.0
+    """How often expired leases of owned partitions are reaped."""
     tenant_in_flight_cap: int = 1000
     """Most executions of one tenant this node has claimed and not seen finish."""
     breaker_failures: int = 5
     """Consecutive failures of a task type that open its circuit breaker."""
     breaker_cooldown_s: float = 30.0
+    """How long an open breaker holds its task type's runs before one goes as a probe."""
     catch_up_rate_per_s: int = 2000
     """Most overdue occurrences released per second when a backlog is found (recovery)."""
     max_clock_offset_ms: float = 500.0
     """Beyond this offset from the database clock the node takes no partitions."""
     clock_check_interval_s: float = 10.0
+    """How often the offset from the database clock is measured."""
     retention_days: int = 30
+    """Executions and attempts are kept this many days (older day partitions are dropped)."""
     drain_timeout_s: float = 10.0
+    """On stop, how long results already received may take to be recorded."""
     pool_size: int = 8
+    """Postgres connections for claims, results, loading and materialising."""
     api_pool_size: int = 4
     """Postgres connections for the public API, apart from the scheduling work's."""
 

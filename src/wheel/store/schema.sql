@@ -7,7 +7,7 @@
 -- attempts (every attempt kept), tenants and their hashed API tokens, and the
 -- partition epochs that fence scheduler nodes. executions and attempts are
 -- range-partitioned by day of scheduled_for (partitions are created by
--- wheel.store.retention), so retention is a partition drop.
+-- wheel.store.time_partitions), so retention is a partition drop.
 
 CREATE TYPE wheel_execution_status AS ENUM (
     'pending', 'dispatched', 'running',

@@ -7,8 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import grpc
 
-from tests.integration.api.conftest import Api
-from tests.integration.api.test_jobs_api import create, cron, rpc_error
+from tests.integration.api.helpers import Api, create, cron, rpc_error
 from wheel._proto.wheel.v1 import api_pb2 as apb
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.model.ids import JobId

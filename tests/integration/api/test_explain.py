@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import grpc
 from google.protobuf.duration_pb2 import Duration
 
-from tests.integration.api.conftest import Api, Caller
-from tests.integration.conftest import NodeFactory
+from tests.integration.api.helpers import Api, Caller
+from tests.integration.nodes import NodeFactory
 from tests.integration.scheduler.scripted_executor import connected, fail
 from wheel._proto.wheel.v1 import api_pb2 as apb
 from wheel._proto.wheel.v1 import common_pb2 as pb

@@ -41,9 +41,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import delete_cluster_keys
-from tests.integration.api.conftest import Api, Metadata, caller
-from tests.integration.api.test_tenancy import (
+from tests.integration.api.helpers import Api, Metadata, caller
+from tests.integration.api.world import (
     CASES,
     METHODS,
     YEARLY,
@@ -53,7 +52,8 @@ from tests.integration.api.test_tenancy import (
     fingerprint,
     world,
 )
-from tests.integration.conftest import fast_config
+from tests.integration.nodes import fast_config
+from tests.services import delete_cluster_keys
 from wheel._proto.wheel.v1 import api_pb2 as apb
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.eventloop import loop_factory

@@ -4,55 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from datetime import UTC, date, datetime, time, timedelta
-from zoneinfo import ZoneInfo
+from datetime import UTC, datetime, time, timedelta
 
 import grpc
-import pytest
 from google.protobuf.duration_pb2 import Duration
 
-from tests.integration.api.conftest import Api
+from tests.integration.api.helpers import Api, create, cron, next_spring_forward, rpc_error
 from tests.integration.scheduler.scripted_executor import connected
 from wheel._proto.wheel.v1 import api_pb2 as apb
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel._proto.wheel.v1 import executor_pb2 as epb
 from wheel.model.ids import ExecutionKey, JobId
 from wheel.timestamps import to_datetime, to_timestamp
-
-
-def cron(expression: str, zone: str = "UTC", **fields: object) -> pb.Schedule:
-    return pb.Schedule(cron=pb.CronSchedule(expression=expression, time_zone=zone, **fields))  # type: ignore[arg-type]
-
-
-def create(
-    name: str = "nightly", schedule: pb.Schedule | None = None, **fields: object
-) -> apb.CreateJobRequest:
-    return apb.CreateJobRequest(
-        name=name,
-        task_type=str(fields.pop("task_type", "report")),
-        schedule=schedule or cron("30 1 * * *", "Europe/London"),
-        **fields,  # type: ignore[arg-type]
-    )
-
-
-async def rpc_error(call: object) -> grpc.aio.AioRpcError:
-    with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await call  # type: ignore[misc]
-    return caught.value
-
-
-def next_spring_forward(zone: str, after: datetime) -> date:
-    """The first day after `after` on which `zone`'s clocks go forward."""
-    tz = ZoneInfo(zone)
-    day = after.date() + timedelta(days=1)
-    while True:
-        noon, next_noon = (datetime.combine(d, time(12), tz) for d in (day, day + timedelta(1)))
-        offset, next_offset = noon.utcoffset(), next_noon.utcoffset()
-        assert offset is not None
-        assert next_offset is not None
-        if next_offset > offset:
-            return day + timedelta(days=1)
-        day += timedelta(days=1)
 
 
 async def test_create_answers_the_job_and_its_next_runs_with_dst_notes(api: Api) -> None:

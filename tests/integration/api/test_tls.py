@@ -10,8 +10,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from tests.integration.api.conftest import caller
-from tests.integration.conftest import NodeFactory
+from tests.integration.api.helpers import caller
+from tests.integration.nodes import NodeFactory
 from tests.tls_material import make_tls_files
 from wheel._proto.wheel.v1 import api_pb2 as apb
 from wheel._proto.wheel.v1 import common_pb2 as pb

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 import wheel
-from tests.integration.conftest import NodeFactory
+from tests.integration.nodes import NodeFactory
 from wheel.cli.jobs import executions, jobs
 from wheel.client import AsyncClient, Verdict
 from wheel.errors import (

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import service_data_root
+from tests.services import service_data_root
 from wheel.local import EtcdServer
 
 

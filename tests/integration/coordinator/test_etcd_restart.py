@@ -11,8 +11,8 @@ import signal
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from tests.conftest import service_data_root
 from tests.integration.coordinator.harness import Ledger
+from tests.services import service_data_root
 from wheel.coordinator import hrw
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 
-from tests.integration.conftest import NodeFactory
+from tests.integration.nodes import NodeFactory
 from tests.integration.scheduler.scripted_executor import connected
 from wheel.api.server.registration import register_job
 from wheel.model.executions import ExecutionStatus

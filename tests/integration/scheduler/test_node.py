@@ -5,42 +5,15 @@ from __future__ import annotations
 import asyncio
 import itertools
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from tests.integration.conftest import NodeFactory
+from tests.integration.nodes import NodeFactory
+from tests.integration.scheduler.helpers import PARTITIONS, at, create_job, status, tenant
 from tests.integration.scheduler.scripted_executor import ScriptedExecutor, connected, fail
 from wheel._proto.wheel.v1 import executor_pb2 as pb
-from wheel.api.server.registration import register_job
 from wheel.model.executions import ExecutionStatus
-from wheel.model.ids import ExecutionKey, new_job_id
-from wheel.model.jobs import Job, JobSpec, OverlapPolicy, Policies, Schedule, ScheduleKind
-from wheel.model.tenants import Tenant
+from wheel.model.ids import ExecutionKey
+from wheel.model.jobs import OverlapPolicy, Schedule, ScheduleKind
 from wheel.store import Store
-
-PARTITIONS = 8
-
-
-async def tenant(store: Store) -> Tenant:
-    return await store.tenants.create(f"t-{new_job_id().hex[:8]}")
-
-
-async def create_job(store: Store, owner: Tenant, schedule: Schedule, **policies: Any) -> Job:
-    spec = JobSpec(
-        name="test job",
-        task_type=policies.pop("task_type", "work"),
-        schedule=schedule,
-        policies=Policies(**policies),
-    )
-    return (await register_job(store, owner.id, spec, partitions=PARTITIONS)).job
-
-
-def at(seconds: float) -> Schedule:
-    instant = datetime.now(UTC) + timedelta(seconds=seconds)
-    return Schedule(kind=ScheduleKind.AT, at=instant.replace(microsecond=0))
-
-
-async def status(store: Store, job: Job, when: datetime) -> ExecutionStatus:
-    return (await store.executions.get(job.tenant_id, ExecutionKey(job.id, when))).status
 
 
 async def test_a_one_off_job_fires_at_its_instant_exactly_once(

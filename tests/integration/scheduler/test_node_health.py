@@ -9,7 +9,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from tests.integration.conftest import NodeFactory
+from tests.integration.nodes import NodeFactory
 from wheel.errors import StoreUnavailable
 from wheel.scheduler.node import SchedulerNode
 

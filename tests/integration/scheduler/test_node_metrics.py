@@ -7,9 +7,9 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.conftest import NodeFactory
+from tests.integration.nodes import NodeFactory
+from tests.integration.scheduler.helpers import at, create_job, tenant
 from tests.integration.scheduler.scripted_executor import connected
-from tests.integration.scheduler.test_node import at, create_job, tenant
 from wheel.store import Store
 
 

@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.integration.conftest import NodeFactory
+from tests.integration.nodes import NodeFactory
+from tests.integration.scheduler.helpers import at, create_job, tenant
 from tests.integration.scheduler.scripted_executor import connected, fail
-from tests.integration.scheduler.test_node import at, create_job, tenant
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.model.executions import ExecutionStatus, NewOccurrence
 from wheel.model.ids import ExecutionKey

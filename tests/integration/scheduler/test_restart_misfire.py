@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from tests.integration.conftest import NodeFactory
+from tests.integration.nodes import NodeFactory
 from tests.integration.scheduler.scripted_executor import connected
 from wheel.api.server.registration import register_job
 from wheel.model.executions import ExecutionStatus

@@ -16,7 +16,7 @@ from typing import Any
 import grpc
 import pytest
 
-from tests.integration.conftest import NodeFactory
+from tests.integration.nodes import NodeFactory
 from tests.integration.scheduler.scripted_executor import ScriptedExecutor, connected
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel._proto.wheel.v1 import executor_pb2_grpc as pb_grpc

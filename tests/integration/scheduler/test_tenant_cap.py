@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from tests.integration.conftest import NodeFactory
+from tests.integration.nodes import NodeFactory
 from tests.integration.scheduler.scripted_executor import connected
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.api.server.registration import register_job

@@ -16,8 +16,8 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from tests.unit.client.conftest import TOKEN, seed_job
 from tests.unit.client.fake_api import DST_NOTE, NOW, FakeApi, serving
+from tests.unit.client.helpers import TOKEN, seed_job
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.api.convert import policies_from, schedule_from
 from wheel.cli import main as cli

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 import wheel
-from tests.unit.client.conftest import TOKEN, seed_job
 from tests.unit.client.fake_api import DST_NOTE, NOW, FakeApi
+from tests.unit.client.helpers import TOKEN, seed_job
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.client import AsyncClient, Verdict
 from wheel.errors import ConfigError, InvalidArgument

@@ -9,8 +9,8 @@ import grpc
 import pytest
 
 import wheel
-from tests.unit.client.conftest import TOKEN, seed_job
 from tests.unit.client.fake_api import FakeApi
+from tests.unit.client.helpers import TOKEN, seed_job
 from wheel.api.status import RemoteError
 from wheel.client import AsyncClient
 from wheel.errors import (

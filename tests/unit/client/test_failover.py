@@ -10,8 +10,8 @@ import grpc
 import pytest
 
 import wheel
-from tests.unit.client.conftest import TOKEN, seed_job
 from tests.unit.client.fake_api import NOW, FakeApi
+from tests.unit.client.helpers import TOKEN, seed_job
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.client import AsyncClient, messages
 from wheel.errors import Unavailable, WheelError

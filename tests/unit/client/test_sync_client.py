@@ -10,8 +10,8 @@ import grpc
 import pytest
 
 import wheel
-from tests.unit.client.conftest import TOKEN, seed_job
 from tests.unit.client.fake_api import FakeApi
+from tests.unit.client.helpers import TOKEN, seed_job
 from wheel.client import AsyncClient, Client, messages
 from wheel.errors import NotFound, Unavailable
 from wheel.model.jobs import JobStatus

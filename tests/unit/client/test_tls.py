@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from tests.tls_material import TlsFiles, make_tls_files
-from tests.unit.client.conftest import TOKEN
 from tests.unit.client.fake_api import FakeApi, serving
+from tests.unit.client.helpers import TOKEN
 from wheel.cli.jobs import jobs
 from wheel.client import AsyncClient, Client
 from wheel.errors import Unavailable

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.unit.executor.conftest import Cluster, Gate
 from tests.unit.executor.fake_node import FakeNode, dispatch
+from tests.unit.executor.helpers import Cluster, Gate
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.coordinator.mirror import PrefixMirror
 from wheel.coordinator.registry import ExecutorInfo

@@ -7,9 +7,8 @@ import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.unit.executor.conftest import Cluster, Gate
 from tests.unit.executor.fake_node import dispatch
-from tests.unit.executor.test_stream import registry
+from tests.unit.executor.helpers import Cluster, Gate, registry
 
 
 def scrape(port: int) -> dict[str, float]:

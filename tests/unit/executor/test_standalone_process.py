@@ -10,8 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tests.unit.executor.conftest import Cluster
 from tests.unit.executor.fake_node import dispatch
+from tests.unit.executor.helpers import Cluster
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 
 

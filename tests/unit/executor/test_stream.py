@@ -5,25 +5,17 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
-from tests.unit.executor.conftest import Cluster, Gate
 from tests.unit.executor.fake_node import dispatch
+from tests.unit.executor.helpers import Cluster, Gate, registry
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.executor.connection import Stream
 from wheel.executor.context import TaskContext
 from wheel.executor.messages import Outcome, Report
-from wheel.executor.tasks import TaskRegistry
 from wheel.model.ids import ExecutionId
 
 SUCCEEDED = pb.Result.OUTCOME_SUCCEEDED
 FAILED = pb.Result.OUTCOME_FAILED
 NOT_STARTED = pb.Result.OUTCOME_NOT_STARTED
-
-
-def registry(gate: Gate) -> TaskRegistry:
-    tasks = TaskRegistry()
-    tasks.register("block", gate.handler)
-    tasks.register("noop", lambda ctx: None)
-    return tasks
 
 
 async def test_hello_then_welcome_then_each_pools_credit(cluster: Cluster, gate: Gate) -> None:

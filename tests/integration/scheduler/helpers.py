@@ -1,0 +1,39 @@
+"""Jobs for node tests: a tenant, a job with policies, a one-off a few seconds on, and a
+run's status."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from wheel.api.server.registration import register_job
+from wheel.model.executions import ExecutionStatus
+from wheel.model.ids import ExecutionKey, new_job_id
+from wheel.model.jobs import Job, JobSpec, Policies, Schedule, ScheduleKind
+from wheel.model.tenants import Tenant
+from wheel.store import Store
+
+PARTITIONS = 8
+
+
+async def tenant(store: Store) -> Tenant:
+    return await store.tenants.create(f"t-{new_job_id().hex[:8]}")
+
+
+async def create_job(store: Store, owner: Tenant, schedule: Schedule, **policies: Any) -> Job:
+    spec = JobSpec(
+        name="test job",
+        task_type=policies.pop("task_type", "work"),
+        schedule=schedule,
+        policies=Policies(**policies),
+    )
+    return (await register_job(store, owner.id, spec, partitions=PARTITIONS)).job
+
+
+def at(seconds: float) -> Schedule:
+    instant = datetime.now(UTC) + timedelta(seconds=seconds)
+    return Schedule(kind=ScheduleKind.AT, at=instant.replace(microsecond=0))
+
+
+async def status(store: Store, job: Job, when: datetime) -> ExecutionStatus:
+    return (await store.executions.get(job.tenant_id, ExecutionKey(job.id, when))).status
