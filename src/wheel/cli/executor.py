@@ -44,13 +44,7 @@ def _pools(values: tuple[str, ...]) -> dict[str, int]:
     show_default="hostname-pid",
     help="This executor's name in the cluster (env WHEEL_EXECUTOR_ID).",
 )
-@click.option(
-    "--cluster",
-    envvar="WHEEL_CLUSTER",
-    default="default",
-    show_default=True,
-    help="Cluster name: keys live under /wheel/<cluster>/ (env WHEEL_CLUSTER).",
-)
+@options.cluster
 @options.etcd
 @click.option(
     "--tasks",

@@ -44,13 +44,7 @@ def migrate(dsn: str) -> None:
 
 @cli.command()
 @options.etcd
-@click.option(
-    "--cluster",
-    envvar="WHEEL_CLUSTER",
-    default="default",
-    show_default=True,
-    help="Cluster name: keys live under /wheel/<cluster>/ (env WHEEL_CLUSTER).",
-)
+@options.cluster
 @options.output
 def shards(endpoint: str, cluster: str, output: str) -> None:
     """Every partition, the node that owns it and its epoch (as etcdctl would show them)."""

@@ -22,3 +22,11 @@ etcd = click.option(
 output = click.option(
     "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
 )
+
+cluster = click.option(
+    "--cluster",
+    envvar="WHEEL_CLUSTER",
+    default="default",
+    show_default=True,
+    help="Cluster name: keys live under /wheel/<cluster>/ (env WHEEL_CLUSTER).",
+)
