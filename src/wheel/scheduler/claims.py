@@ -41,7 +41,7 @@ from wheel.scheduler.outgoing import Dispatch, Dispatches
 from wheel.scheduler.overlap import OverlapQueues
 from wheel.scheduler.ready import Ready, ReadyQueues
 from wheel.scheduler.recorder import Recorder
-from wheel.store.occurrences import Occurrences
+from wheel.store.occurrences import ClaimOutcome, Occurrences
 from wheel.timingwheel import Clock
 
 log = logging.getLogger(__name__)
@@ -208,6 +208,12 @@ class Claims:
             link.send(Dispatches(tuple(dispatches)))
         for item, link in by_key.values():
             self._links.refund(link, item.pool)  # not claimed: the credit is still the link's
+        await self._answer_unclaimed(batch, outcome)
+
+    async def _answer_unclaimed(
+        self, batch: list[tuple[Ready, Link]], outcome: ClaimOutcome
+    ) -> None:
+        """What the claim did not take: back to the wheel, aside, behind, or forgotten."""
         unclaimed_items = {item.key: item for item, _ in batch}
         overlapped: list[Ready] = []
         for unclaimed in outcome.unclaimed:
