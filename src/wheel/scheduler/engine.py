@@ -357,18 +357,11 @@ class Engine:
     # -- what others read ------------------------------------------------------------------
 
     def snapshot(self) -> EngineSnapshot:
-        """The engine's state now (cost: one pass over the loaded occurrences)."""
-        now_ms = self._clock.wall_ms()
-        upcoming: Counter[tuple[str, str]] = Counter()
-        for item in self.known.values():
-            ahead = item.fire_at_ms - now_ms
-            for label, window_ms in UPCOMING_WINDOWS_MS:
-                if 0 <= ahead < window_ms:
-                    upcoming[(item.pool, label)] += 1
+        """The engine's state now: cheap (nothing here walks the loaded occurrences)."""
         pools = set(self.ready.pools()) | {p for link in self.links for p in link.pools}
         parked = self.aside.parked
         return EngineSnapshot(
-            at_ms=now_ms,
+            at_ms=self._clock.wall_ms(),
             timers=len(self.driver),
             owned=len(self.owned),
             in_flight=len(self.in_flight),
@@ -381,6 +374,17 @@ class Engine:
                 for task_type, state in sorted(self.breakers.not_closed().items())
             },
             oldest_ready_ms=self.ready.oldest_fire_at_ms(),
-            upcoming=dict(upcoming),
             pressure=self.pressure(),
         )
+
+    def upcoming(self) -> dict[tuple[str, str], int]:
+        """Loaded occurrences due within each of `UPCOMING_WINDOWS_MS`, by (pool, window):
+        one pass over every loaded occurrence, so read it at scrape time only."""
+        now_ms = self._clock.wall_ms()
+        counts: Counter[tuple[str, str]] = Counter()
+        for item in self.known.values():
+            ahead = item.fire_at_ms - now_ms
+            for label, window_ms in UPCOMING_WINDOWS_MS:
+                if 0 <= ahead < window_ms:
+                    counts[(item.pool, label)] += 1
+        return dict(counts)

@@ -101,9 +101,13 @@ class NodeMetrics:
     def execution_finished(self, status: ExecutionStatus) -> None:
         self.finished.labels(status.value).inc()
 
-    def watch(self, snapshot: Callable[[], EngineSnapshot]) -> None:
+    def watch(
+        self,
+        snapshot: Callable[[], EngineSnapshot],
+        upcoming: Callable[[], dict[tuple[str, str], int]],
+    ) -> None:
         """Read the engine's state at every scrape."""
-        self.registry.register(_EngineCollector(snapshot, self))
+        self.registry.register(_EngineCollector(snapshot, upcoming, self))
 
     def serve(self, listen: str) -> tuple[str, int]:
         """Serve /metrics on `host:port` (port 0 picks one); returns the bound address."""
@@ -111,8 +115,14 @@ class NodeMetrics:
 
 
 class _EngineCollector(Collector):
-    def __init__(self, snapshot: Callable[[], EngineSnapshot], metrics: NodeMetrics) -> None:
+    def __init__(
+        self,
+        snapshot: Callable[[], EngineSnapshot],
+        upcoming: Callable[[], dict[tuple[str, str], int]],
+        metrics: NodeMetrics,
+    ) -> None:
         self._snapshot = snapshot
+        self._upcoming = upcoming
         self._metrics = metrics
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
@@ -142,7 +152,7 @@ class _EngineCollector(Collector):
             "wheel_upcoming", "Loaded occurrences due within a window, by pool.",
             labels=["pool", "within"],
         )  # fmt: skip
-        for (pool, within), count in sorted(state.upcoming.items()):
+        for (pool, within), count in sorted(self._upcoming().items()):
             upcoming.add_metric([pool, within], count)
         yield upcoming
         metrics = self._metrics

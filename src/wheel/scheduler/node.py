@@ -142,7 +142,7 @@ class SchedulerNode:
             )  # fmt: skip
             resources.push_async_callback(served.server.stop, 1.0)
             if metrics is not None:
-                metrics.watch(engine.snapshot)
+                metrics.watch(engine.snapshot, engine.upcoming)
                 host, port = metrics.serve(config.metrics_listen)
                 self._metrics_address = f"{host}:{port}"
             running = self._running = _Running(

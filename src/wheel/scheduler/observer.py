@@ -15,7 +15,7 @@ from typing import Protocol
 from wheel.model.executions import ExecutionStatus, Outcome
 
 UPCOMING_WINDOWS_MS = (("1m", 60_000), ("5m", 300_000))
-"""The windows `EngineSnapshot.upcoming` counts loaded occurrences in (a pre-scaling signal)."""
+"""The windows `Engine.upcoming` counts loaded occurrences in (a pre-scaling signal)."""
 
 
 @dataclass(slots=True)
@@ -101,7 +101,5 @@ class EngineSnapshot:
     """Task types whose breaker is not closed: its state and how many runs are parked."""
     oldest_ready_ms: int | None
     """The wall-clock instant of the oldest fired, unclaimed occurrence."""
-    upcoming: dict[tuple[str, str], int]
-    """Loaded occurrences due within each of `UPCOMING_WINDOWS_MS`, by (pool, window)."""
     pressure: dict[str, object]
     """What holds claims back: see `Engine.pressure`."""

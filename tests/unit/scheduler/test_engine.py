@@ -103,7 +103,7 @@ def test_the_snapshot_and_stats_a_node_logs_are_plain_json() -> None:
     e.stats.count_refused("heartbeat.refused", 3)
     snapshot = e.snapshot()
     assert (snapshot.timers, snapshot.owned, snapshot.credit) == (2, 1, {"default": 3})
-    assert snapshot.upcoming == {("default", "1m"): 2, ("default", "5m"): 2}
+    assert e.upcoming() == {("default", "1m"): 2, ("default", "5m"): 2}
     document = {**dataclasses.asdict(e.stats), **snapshot.pressure}
     assert json.loads(json.dumps(document))["refused"] == {
         "result.not_yours": 1,
