@@ -177,12 +177,13 @@ def outgoing_to_proto(message: Outgoing) -> pb.SchedulerMessage:
         items = [dispatch_to_proto(item) for item in message.items]
         return pb.SchedulerMessage(dispatches=pb.Dispatches(dispatches=items))
     if isinstance(message, Acknowledgements):
-        accepted = [pb.ResultAccepted(execution_id=f.key.id, fence=f.fence)
-                    for f in message.accepted]  # fmt: skip
-        stale = [refusal_to_proto(refusal) for refusal in message.stale]
-        return pb.SchedulerMessage(
-            acknowledgements=pb.Acknowledgements(accepted=accepted, stale=stale)
-        )
+        wire = pb.SchedulerMessage()
+        acks = wire.acknowledgements
+        acks.SetInParent()  # an empty one still says "acknowledgements"
+        for fenced in message.accepted:
+            acks.accepted.add(execution_id=fenced.key.id, fence=fenced.fence)
+        acks.stale.extend(refusal_to_proto(refusal) for refusal in message.stale)
+        return wire
     return pb.SchedulerMessage(stale_fence=refusal_to_proto(message))
 
 

@@ -84,6 +84,7 @@ class SchedulerNode:
         self.membership: Membership | None = None
         """The current membership (None while the clock is unfit)."""
         self._running: _Running | None = None
+        self._metrics_address = ""
         self._tasks: list[asyncio.Task[None]] = []
         self._membership_task: asyncio.Task[None] | None = None
         self._health_status: int | None = None
@@ -123,7 +124,6 @@ class SchedulerNode:
 
     async def start(self) -> None:
         config = self.config
-        self._metrics_address = ""
         async with contextlib.AsyncExitStack() as resources:
             store = await Store.open(config.postgres_dsn, min_size=2, max_size=config.pool_size)
             resources.push_async_callback(store.close)
@@ -160,8 +160,14 @@ class SchedulerNode:
                 resources=resources.pop_all(),
             )
         engine.start()
-        await self._refresh_health()
-        await self._check_clock()
+        try:
+            await self._refresh_health()
+            await self._check_clock()
+        except BaseException:  # the store went away meanwhile: leave nothing open
+            self._running = None
+            await engine.stop()
+            await running.resources.aclose()
+            raise
         loader = running.loader
         self._tasks = [
             asyncio.create_task(loader.listen(), name="listen"),
