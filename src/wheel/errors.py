@@ -12,6 +12,7 @@
     ├── Unavailable            a server could not be reached or answer now: retry
     ├── Conflict               the write lost a race or breaks a rule of state
     │   ├── VersionConflict    an update named a version that is no longer current
+    │   ├── NameTaken          another of the tenant's jobs has that name
     │   └── InvalidTransition  the object is not in a state that allows this
     ├── StoreError             Postgres failed (translated once, in wheel.store)
     │   ├── StoreUnavailable   cannot reach Postgres now: retry later, nothing lost
@@ -95,6 +96,15 @@ class Unavailable(WheelError):
 
 class Conflict(WheelError):
     """The write conflicts with the object's current state."""
+
+
+class NameTaken(Conflict):
+    """Another of the tenant's jobs (not deleted) has this name: names are unique."""
+
+    def __init__(self, name: str, field: str = "name") -> None:
+        super().__init__(f"{field}: a job named {name!r} exists (names are unique per tenant)")
+        self.name = name
+        self.field = field
 
 
 class VersionConflict(Conflict):

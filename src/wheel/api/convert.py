@@ -140,6 +140,22 @@ def to_duration(delta: timedelta) -> Duration:
     return result
 
 
+def job_ref(text: str, field: str = "id") -> JobId | str:
+    """A job named by its id (a UUID) or by its name: the JobId, or the name to look up."""
+    if not text:
+        raise InvalidArgument(field, "is required")
+    try:
+        return JobId(uuid.UUID(text))
+    except ValueError:
+        pass
+    try:
+        mj.check_text(field, text, mj.MAX_NAME_LENGTH)
+    except InvalidArgument as exc:
+        reason = f"is neither a job id (a UUID) nor a name: {exc.reason}"
+        raise InvalidArgument(field, reason) from None
+    return text
+
+
 def job_id(text: str, field: str = "id") -> JobId:
     if not text:
         raise InvalidArgument(field, "is required")

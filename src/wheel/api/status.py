@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import quote, unquote
 
 import grpc
 
@@ -82,8 +83,12 @@ def _attributes(error: WheelError) -> tuple[tuple[str, str], ...]:
         names = ("kind", "ident", "expected", "current")
     elif isinstance(error, InvalidTransition):
         names = ("kind", "ident", "state", "operation")
-    return tuple((f"wheel-{name}", str(getattr(error, name))) for name in names)
+    # Metadata values are printable ASCII: anything else (a job's name) is percent-encoded.
+    return tuple((f"wheel-{name}", quote(str(getattr(error, name)), safe=_SAFE)) for name in names)
 
+
+_SAFE = " !\"#$&'()*+,-./:;<=>?@[]^_`{|}~"
+"""Printable ASCII left as it is in a trailer value (all but '%', which escapes)."""
 
 _CODES: dict[type[WheelError], grpc.StatusCode] = {
     NotFound: grpc.StatusCode.NOT_FOUND,
@@ -142,7 +147,7 @@ def _rebuilt(
     """The error built with its own fields from the trailer, when it carries them all and
     they give back the server's very message (else None: the message alone is used)."""
     try:
-        attribute = {name: metadata[f"wheel-{name}"] for name in ("kind", "ident")}
+        attribute = {name: unquote(metadata[f"wheel-{name}"]) for name in ("kind", "ident")}
         error: WheelError
         if code is grpc.StatusCode.NOT_FOUND:
             error = NotFound(attribute["kind"], attribute["ident"])
@@ -150,7 +155,10 @@ def _rebuilt(
             expected, current = int(metadata["wheel-expected"]), int(metadata["wheel-current"])
             error = VersionConflict(attribute["kind"], attribute["ident"], expected, current)
         elif code is grpc.StatusCode.FAILED_PRECONDITION:
-            state, operation = metadata["wheel-state"], metadata["wheel-operation"]
+            state, operation = (
+                unquote(metadata["wheel-state"]),
+                unquote(metadata["wheel-operation"]),
+            )
             error = InvalidTransition(attribute["kind"], attribute["ident"], state, operation)
         else:
             return None

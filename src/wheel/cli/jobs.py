@@ -7,10 +7,11 @@ variables, then the TOML file, then defaults:
 
     export WHEEL_ENDPOINTS=node-a:7070,node-b:7070 WHEEL_TOKEN=whl_...
     wheel jobs create nightly --task reports.nightly --cron "30 1 * * *" --tz Europe/London
-    wheel jobs update <job id> --version 1 --max-attempts 5
-    wheel executions list --job <job id> --status dead
-    wheel executions explain --job <job id> --at 2027-03-28T01:30:00+00:00
+    wheel jobs update nightly --version 1 --max-attempts 5
+    wheel executions list --job nightly --status dead
+    wheel executions explain --job nightly --at 2027-03-28T01:30:00+00:00
 
+A job is named by its name (unique among the tenant's jobs) or its id.
 A value an option refuses is a usage error naming the option (exit 2),
 whether the CLI, the SDK or the server found it; any other wheel error is
 `wheel: error: <message>` (exit 1). The token is never printed. Options:
@@ -159,7 +160,7 @@ def list_jobs(session: Session, limit: int, page_token: str) -> None:
 
 def _job_command(name: str, title: str, call: Callable[[Client, str], types.Job]) -> None:
     @jobs.command(name, help=call.__doc__)
-    @click.argument("job_id")
+    @click.argument("job_id", metavar="JOB")
     @connected
     def command(session: Session, job_id: str) -> None:
         job = session.call(lambda client: call(client, job_id))
@@ -167,22 +168,22 @@ def _job_command(name: str, title: str, call: Callable[[Client, str], types.Job]
 
 
 def _get(client: Client, job_id: str) -> types.Job:
-    """Show job JOB_ID."""
+    """Show JOB (its name or id)."""
     return client.get_job(job_id)
 
 
 def _pause(client: Client, job_id: str) -> types.Job:
-    """Stop firing JOB_ID's runs until it is resumed."""
+    """Stop firing JOB's runs until it is resumed."""
     return client.pause_job(job_id)
 
 
 def _resume(client: Client, job_id: str) -> types.Job:
-    """Fire JOB_ID's runs again (its misfire policy decides about missed ones)."""
+    """Fire JOB's runs again (its misfire policy decides about missed ones)."""
     return client.resume_job(job_id)
 
 
 def _delete(client: Client, job_id: str) -> types.Job:
-    """Delete JOB_ID: no more runs; its pending runs are cancelled."""
+    """Delete JOB: no more runs; its pending runs are cancelled."""
     return client.delete_job(job_id)
 
 
@@ -193,7 +194,7 @@ _job_command("delete", "job deleted", _delete)
 
 
 @jobs.command("update")
-@click.argument("job_id")
+@click.argument("job_id", metavar="JOB")
 @click.option(
     "--version",
     "expected_version",
@@ -215,7 +216,7 @@ def update_job(
     task_type: str | None,
     **options: Any,
 ) -> None:
-    """Change JOB_ID's definition: only what the options name changes.
+    """Change JOB's definition: only what the options name changes.
 
     Cron options change the current schedule (--tz alone keeps the
     expression); each policy option changes that policy alone. The update is
@@ -262,22 +263,22 @@ def preview_schedule(
 
 
 @jobs.command("trigger")
-@click.argument("job_id")
+@click.argument("job_id", metavar="JOB")
 @click.option("--at", type=INSTANT, help="The instant the run is for (default now).")
 @connected
 def trigger_job(session: Session, job_id: str, at: datetime | None) -> None:
-    """Run JOB_ID once more, now or for --at, outside its schedule."""
+    """Run JOB once more, now or for --at, outside its schedule."""
     execution = session.call(lambda client: client.trigger_job(job_id, at=at))
     session.show(execution, lambda console: show.execution(console, "triggered", execution))
 
 
 @jobs.command("backfill")
-@click.argument("job_id")
+@click.argument("job_id", metavar="JOB")
 @click.option("--from", "start", type=INSTANT, required=True, help="First instant (included).")
 @click.option("--to", "end", type=INSTANT, required=True, help="Last instant (excluded; past).")
 @connected
 def backfill_job(session: Session, job_id: str, start: datetime, end: datetime) -> None:
-    """Make the runs JOB_ID's cron schedule had in [--from, --to); existing ones are kept."""
+    """Make the runs JOB's cron schedule had in [--from, --to); existing ones are kept."""
     result = session.call(lambda client: client.backfill_job(job_id, start, end))
     session.show(result, lambda console: show.backfill(console, result))
 
@@ -291,7 +292,7 @@ def executions() -> None:
 
 
 @executions.command("list")
-@click.option("--job", "job_id", help="Only this job's executions.")
+@click.option("--job", "job_id", help="Only this job's executions (its name or id).")
 @click.option(
     "--status",
     "statuses",
@@ -339,7 +340,7 @@ def get_execution(session: Session, execution_id: str) -> None:
 
 @executions.command("explain")
 @click.argument("execution_id", required=False)
-@click.option("--job", "job_id", help="With --at: explain this job's occurrence at an instant.")
+@click.option("--job", "job_id", help="With --at: this job's occurrence (job name or id).")
 @click.option("--at", type=INSTANT, help="With --job: the occurrence's scheduled instant.")
 @connected
 def explain_execution(

@@ -166,7 +166,7 @@ class AsyncClient:
         )
 
     async def get_job(self, job_id: JobRef) -> t.Job:
-        """The job with this id: `await client.get_job("3f2c...")`."""
+        """The job with this name or id: `await client.get_job("nightly-report")`."""
         request = api.GetJobRequest(id=str(job_id))
         return messages.job(
             await self._transport.call(lambda s: s.jobs.GetJob, request, retry=True)

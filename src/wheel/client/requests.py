@@ -19,7 +19,7 @@ from wheel.timestamps import to_timestamp
 T = TypeVar("T")
 
 JobRef = uuid.UUID | str
-"""A job id: a UUID or its text."""
+"""A job: its id (a UUID, or its text) or its name (unique among the tenant's jobs)."""
 
 
 def instant(value: datetime, field: str) -> datetime:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import re
+import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -25,7 +26,7 @@ MAX_REPLAY_CAP = 100_000
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
-def _check_text(field: str, value: str, limit: int) -> None:
+def check_text(field: str, value: str, limit: int) -> None:
     """Text stored and echoed: bounded, and free of control characters (Postgres refuses NUL)."""
     if len(value) > limit:
         raise InvalidArgument(field, f"longer than {limit} characters")
@@ -74,6 +75,14 @@ class JobStatus(enum.StrEnum):
     DELETED = "deleted"
 
 
+def _looks_like_an_id(name: str) -> bool:
+    try:
+        uuid.UUID(name)
+    except ValueError:
+        return False
+    return True
+
+
 @dataclass(frozen=True, slots=True)
 class Schedule:
     """When a job runs: now, at an instant, or on a cron expression in a zone."""
@@ -97,8 +106,8 @@ class Schedule:
             raise InvalidArgument("schedule.at", "required for, and only for, an 'at' schedule")
         if (self.kind is ScheduleKind.CRON) != bool(self.cron):
             raise InvalidArgument("schedule.cron", "required for, and only for, a cron schedule")
-        _check_text("schedule.cron", self.cron or "", MAX_CRON_LENGTH)
-        _check_text("schedule.time_zone", self.time_zone, MAX_ZONE_LENGTH)
+        check_text("schedule.cron", self.cron or "", MAX_CRON_LENGTH)
+        check_text("schedule.time_zone", self.time_zone, MAX_ZONE_LENGTH)
         for name in ("at", "starts_at", "ends_at"):
             instant = getattr(self, name)
             if instant is not None and instant.tzinfo is None:
@@ -146,7 +155,7 @@ class Policies:
             raise InvalidArgument("policies.timeout", "must be positive")
         if not self.pool.strip():
             raise InvalidArgument("policies.pool", "must not be empty")
-        _check_text("policies.pool", self.pool, MAX_POOL_LENGTH)
+        check_text("policies.pool", self.pool, MAX_POOL_LENGTH)
         if not -(2**31) <= self.priority < 2**31:
             raise InvalidArgument("policies.priority", "must fit in 32 bits")
 
@@ -164,10 +173,12 @@ class JobSpec:
     def __post_init__(self) -> None:
         if not self.name.strip():
             raise InvalidArgument("name", "must not be empty")
-        _check_text("name", self.name, MAX_NAME_LENGTH)
+        check_text("name", self.name, MAX_NAME_LENGTH)
+        if _looks_like_an_id(self.name):
+            raise InvalidArgument("name", "must not be a UUID: jobs are addressed by id or name")
         if not self.task_type.strip():
             raise InvalidArgument("task_type", "must not be empty")
-        _check_text("task_type", self.task_type, MAX_TASK_TYPE_LENGTH)
+        check_text("task_type", self.task_type, MAX_TASK_TYPE_LENGTH)
         if len(self.payload) > MAX_PAYLOAD_BYTES:
             raise InvalidArgument("payload", f"larger than {MAX_PAYLOAD_BYTES} bytes")
 

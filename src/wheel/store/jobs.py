@@ -15,7 +15,14 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from wheel.errors import Conflict, InvalidTransition, NotFound, VersionConflict
+from wheel.errors import (
+    Conflict,
+    InvalidTransition,
+    NameTaken,
+    NotFound,
+    StoreError,
+    VersionConflict,
+)
 from wheel.model.executions import NewOccurrence
 from wheel.model.ids import JobId, PartitionId, TenantId
 from wheel.model.jobs import (
@@ -122,6 +129,18 @@ def job_from_row(row: dict[str, Any]) -> Job:
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ANALYZE_JOBS_AFTER = 1000
+_NAME_INDEX = "jobs_tenant_name"
+"""The unique index that keeps a tenant's job names apart (deleted jobs free theirs)."""
+
+
+def _name_taken(exc: StoreError) -> bool:
+    cause = exc.__cause__
+    return (
+        isinstance(cause, psycopg.errors.UniqueViolation)
+        and cause.diag.constraint_name == _NAME_INDEX
+    )
+
+
 _JOB_COLUMNS = (
     "id", "partition", "name", "task_type", "payload", "schedule_kind", "run_at", "cron",
     "time_zone", "starts_at", "ends_at", "smear_ms", "dst_gap", "dst_fold", "max_attempts",
@@ -162,7 +181,9 @@ class Jobs:
             cursor = conn.cursor(row_factory=dict_row)
             try:
                 await cursor.execute(sql("insert_job"), params)
-            except psycopg.errors.UniqueViolation:
+            except psycopg.errors.UniqueViolation as exc:
+                if exc.diag.constraint_name == _NAME_INDEX:
+                    raise NameTaken(spec.name) from None
                 raise Conflict(f"job id {job_id} is taken") from None
             row = await cursor.fetchone()
             assert row is not None
@@ -198,31 +219,51 @@ class Jobs:
             cursor = conn.cursor(row_factory=dict_row)
             await cursor.execute(sql("insert_jobs"), params, binary=True)
             made = {row["id"]: job_from_row(row) for row in await cursor.fetchall()}
+            inserted = set(made)
             taken = [job_id for job_id, _, _ in jobs if job_id not in made]
-            existing: dict[uuid.UUID, Job] = {}
+            by_id: dict[uuid.UUID, Job] = {}
+            by_name: dict[str, Job] = {}
             if taken:
                 await cursor.execute(sql("jobs_by_id"), {"ids": taken}, binary=True)
-                existing = {row["id"]: job_from_row(row) for row in await cursor.fetchall()}
+                by_id = {row["id"]: job_from_row(row) for row in await cursor.fetchall()}
+                names = [spec.name for job_id, _, spec in jobs if job_id not in made]
+                await cursor.execute(
+                    sql("jobs_by_name"), {"tenant_id": tenant_id, "names": names}, binary=True
+                )
+                by_name = {row["name"]: job_from_row(row) for row in await cursor.fetchall()}
             for index, (job_id, _, spec) in enumerate(jobs):
                 if job_id in made:
                     continue
-                found = existing.get(job_id)
+                found = by_id.get(job_id)
+                if found is None or found.tenant_id != tenant_id:
+                    named = by_name.get(spec.name)
+                    if named is not None and found is None:
+                        if named.spec != spec:
+                            raise NameTaken(spec.name, f"jobs[{index}].name")
+                        made[job_id] = named  # created before under this name: answered
+                        continue
                 if found is None or found.tenant_id != tenant_id or found.spec != spec:
                     # Another tenant's id reads as taken, never as theirs.
                     raise Conflict(
                         f"jobs[{index}].job_id: {job_id} is taken by another job definition"
                     )
                 made[job_id] = found
-            fresh = [o for o in occurrences if o.key.job_id not in existing]
+            fresh = [o for o in occurrences if o.key.job_id in inserted]
             if fresh:
                 await self._occurrences.insert(fresh, conn=conn)
         await self._occurrences.note_inserted(fresh)
-        if len(made) - len(existing) >= _ANALYZE_JOBS_AFTER:
+        if len(inserted) >= _ANALYZE_JOBS_AFTER:
             async with translated(), self._pool.connection() as conn:
                 await conn.execute("ANALYZE jobs")  # see TimePartitions.note_inserted
+        answered = [made[job_id] for job_id, _, _ in jobs]
         return CreatedMany(
-            [made[job_id] for job_id, _, _ in jobs], frozenset(JobId(i) for i in existing)
+            answered, frozenset(job.id for job in answered if job.id not in inserted)
         )
+
+    async def named(self, tenant_id: TenantId, name: str) -> Job | None:
+        """The tenant's job of this name that is not deleted, if any."""
+        row = await self._one(sql("job_by_name"), {"tenant_id": tenant_id, "name": name})
+        return job_from_row(row) if row is not None else None
 
     async def get(self, tenant_id: TenantId, job_id: JobId) -> Job:
         """The job, or NotFound (also when it is another tenant's)."""
@@ -262,7 +303,12 @@ class Jobs:
             "tenant_id": tenant_id,
             "expected_version": expected_version,
         }
-        row = await self._one(sql("update_job"), params)
+        try:
+            row = await self._one(sql("update_job"), params)
+        except StoreError as exc:
+            if _name_taken(exc):
+                raise NameTaken(spec.name, "job.name") from None
+            raise
         if row is not None:
             return job_from_row(row)
         current = await self.get(tenant_id, job_id)

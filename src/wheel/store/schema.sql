@@ -85,6 +85,8 @@ CREATE TABLE jobs (
     CHECK ((schedule_kind = 'cron') = (cron IS NOT NULL))
 );
 CREATE INDEX jobs_tenant_newest ON jobs (tenant_id, created_at DESC, id DESC);
+-- A name is unique among a tenant's jobs that are not deleted: jobs are addressed by it.
+CREATE UNIQUE INDEX jobs_tenant_name ON jobs (tenant_id, name) WHERE status <> 'deleted';
 -- The materialiser's path: active cron jobs of a partition, least materialised first.
 CREATE INDEX jobs_to_materialise ON jobs (partition, materialised_to NULLS FIRST)
     WHERE status = 'active' AND schedule_kind = 'cron';

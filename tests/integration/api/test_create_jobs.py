@@ -14,10 +14,12 @@ from wheel.model.ids import JobId
 from wheel.timestamps import to_timestamp
 
 
-def one_offs(count: int, *, after_s: float = 3600) -> list[apb.CreateJobRequest]:
+def one_offs(
+    count: int, *, after_s: float = 3600, named: str = "remind"
+) -> list[apb.CreateJobRequest]:
     at = datetime.now(UTC) + timedelta(seconds=after_s)
     return [
-        create(f"remind-{n}", pb.Schedule(at=to_timestamp(at + timedelta(seconds=n))),
+        create(f"{named}-{n}", pb.Schedule(at=to_timestamp(at + timedelta(seconds=n))),
                job_id=str(uuid.uuid4()), payload=f"user {n}".encode())
         for n in range(count)
     ]  # fmt: skip
@@ -51,7 +53,7 @@ async def test_a_repeated_batch_makes_nothing_twice(api: Api) -> None:
     a = api.alice
     batch = one_offs(50)
     first = await a.jobs.CreateJobs(apb.CreateJobsRequest(jobs=batch), metadata=a.metadata)
-    grown = [*batch, *one_offs(5, after_s=7200)]  # a retry, with more appended
+    grown = [*batch, *one_offs(5, after_s=7200, named="later")]  # a retry, with more appended
     again = await a.jobs.CreateJobs(apb.CreateJobsRequest(jobs=grown), metadata=a.metadata)
     assert [j.id for j in again.jobs[:50]] == [j.id for j in first.jobs]
     assert list(again.existed) == list(range(50))

@@ -19,10 +19,12 @@ from wheel.local import LocalServices
 from wheel.timestamps import to_timestamp
 
 
-async def hourly_with_history(caller: Caller, hours: int) -> tuple[pb.Job, list[str]]:
+async def hourly_with_history(
+    caller: Caller, hours: int, name: str = "hourly"
+) -> tuple[pb.Job, list[str]]:
     """A cron job and `hours` backfilled runs (pending, firing now), newest first."""
     request = apb.CreateJobRequest(
-        name="hourly",
+        name=name,
         task_type="work",
         schedule=pb.Schedule(cron=pb.CronSchedule(expression="0 * * * *")),
     )
@@ -40,7 +42,7 @@ async def hourly_with_history(caller: Caller, hours: int) -> tuple[pb.Job, list[
 async def test_list_filters_by_job_status_and_time_and_pages(api: Api) -> None:
     a = api.alice
     job, ids = await hourly_with_history(a, 5)
-    other, _ = await hourly_with_history(a, 2)
+    other, _ = await hourly_with_history(a, 2, "also hourly")
     seen: list[str] = []
     token = ""
     while True:

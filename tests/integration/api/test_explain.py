@@ -26,7 +26,7 @@ V = apb.Explanation
 async def one_off(caller: Caller, seconds: float, **policies: object) -> pb.Job:
     at = datetime.now(UTC) + timedelta(seconds=seconds)
     request = apb.CreateJobRequest(
-        name="one-off",
+        name=f"one-off {uuid.uuid4().hex[:8]}",  # names are unique per tenant
         task_type=str(policies.pop("task_type", "work")),
         schedule=pb.Schedule(at=to_timestamp(at)),
         policies=pb.JobPolicies(**policies),  # type: ignore[arg-type]

@@ -105,8 +105,9 @@ class World:
 
 async def world(api: Api) -> World:
     a, b = api.alice, api.bob
-    job = (await a.jobs.CreateJob(create("nightly"), metadata=a.metadata)).job
-    paused = (await a.jobs.CreateJob(create("paused"), metadata=a.metadata)).job
+    tag = uuid.uuid4().hex[:8]  # each world its own jobs: names are unique per tenant
+    job = (await a.jobs.CreateJob(create(f"nightly {tag}"), metadata=a.metadata)).job
+    paused = (await a.jobs.CreateJob(create(f"paused {tag}"), metadata=a.metadata)).job
     paused = await a.jobs.PauseJob(apb.JobRef(id=paused.id), metadata=a.metadata)
     now = datetime.now(UTC)
 
@@ -127,7 +128,7 @@ async def world(api: Api) -> World:
     assert dead.status == pb.EXECUTION_STATUS_DEAD
     page = await a.jobs.ListJobs(apb.ListJobsRequest(page_size=1), metadata=a.metadata)
     assert page.next_page_token
-    bobs_job = (await b.jobs.CreateJob(create("bob's"), metadata=b.metadata)).job
+    bobs_job = (await b.jobs.CreateJob(create(f"bob's {tag}"), metadata=b.metadata)).job
     return World(
         job, paused, pending, dead, page.next_page_token, bobs_job, await trigger(b, bobs_job.id, 1)
     )
@@ -218,10 +219,10 @@ def _hours_ago(hours: int) -> Timestamp:
 
 CASES: dict[str, Case] = {
     "/wheel.v1.Jobs/CreateJob": Case(
-        lambda w: create("nightly", job_id=w.job.id), create_is_refused
+        lambda w: create(w.job.name, job_id=w.job.id), create_is_refused
     ),
     "/wheel.v1.Jobs/CreateJobs": Case(
-        lambda w: apb.CreateJobsRequest(jobs=[create("nightly", job_id=w.job.id)]),
+        lambda w: apb.CreateJobsRequest(jobs=[create(w.job.name, job_id=w.job.id)]),
         create_is_refused,
     ),
     "/wheel.v1.Jobs/GetJob": Case(lambda w: apb.GetJobRequest(id=w.job.id)),

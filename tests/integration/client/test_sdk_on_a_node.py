@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from click.testing import Result as CliResult
 
 import wheel
 from tests.integration.nodes import NodeFactory
 from wheel.cli.jobs import executions, jobs
 from wheel.client import AsyncClient, Verdict
 from wheel.errors import (
+    Conflict,
     InvalidArgument,
     InvalidTransition,
     NotFound,
@@ -243,3 +245,29 @@ async def test_the_cli_creates_the_jobs_of_a_file(
     code, out = await asyncio.to_thread(invoke, "create", "x", "--file", str(good))
     assert code == 2
     assert "not NAME" in out
+
+
+async def test_jobs_by_name_through_the_sdk_and_the_cli(
+    client: AsyncClient, node: SchedulerNode, token: str
+) -> None:
+    schedule = wheel.cron("0 9 * * 1", "Europe/London")
+    first = (await client.create_job("weekly-digest", "digest.send", schedule)).job
+    again = (await client.create_job("weekly-digest", "digest.send", schedule)).job
+    assert again.id == first.id, "running the snippet twice makes one job"
+    with pytest.raises(Conflict, match="name: a job named 'weekly-digest' exists"):
+        await client.create_job("weekly-digest", "digest.send", wheel.cron("0 9 * * 2"))
+    assert (await client.get_job("weekly-digest")).id == first.id
+    assert (await client.pause_job("weekly-digest")).status is JobStatus.PAUSED
+    env = {"WHEEL_ENDPOINTS": node.address, "WHEEL_TOKEN": token, "COLUMNS": "200"}
+
+    def invoke(*args: str) -> CliResult:
+        return CliRunner().invoke(jobs, list(args), env=env)
+
+    shown = await asyncio.to_thread(invoke, "get", "weekly-digest", "--output", "json")
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["id"] == str(first.id)
+    resumed = await asyncio.to_thread(invoke, "resume", "weekly-digest", "--output", "json")
+    assert json.loads(resumed.stdout)["status"] == "active"
+    missing = await asyncio.to_thread(invoke, "get", "no-such-job")
+    assert missing.exit_code == 1
+    assert "job 'no-such-job' not found" in missing.output

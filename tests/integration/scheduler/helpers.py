@@ -3,6 +3,7 @@ run's status."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,7 +23,7 @@ async def tenant(store: Store) -> Tenant:
 
 async def create_job(store: Store, owner: Tenant, schedule: Schedule, **policies: Any) -> Job:
     spec = JobSpec(
-        name="test job",
+        name=f"test job {uuid.uuid4().hex[:8]}",  # names are unique per tenant
         task_type=policies.pop("task_type", "work"),
         schedule=schedule,
         policies=Policies(**policies),

@@ -23,7 +23,7 @@ async def job(
 ) -> Job:
     job_id = new_job_id()
     spec = JobSpec(
-        name="every minute",
+        name=f"every minute {str(job_id)[:8]}",  # names are unique per tenant
         task_type="report",
         schedule=Schedule(kind=ScheduleKind.CRON, cron="* * * * *"),
         payload=b'{"to": "priya"}',

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from importlib import resources
@@ -14,9 +15,11 @@ from click.testing import CliRunner
 from psycopg import sql
 
 from wheel.cli.main import cli
-from wheel.errors import MigrationError
+from wheel.errors import MigrationError, NameTaken
 from wheel.local import LocalServices
-from wheel.store import migrate
+from wheel.model.ids import PartitionId, new_job_id
+from wheel.model.jobs import JobSpec, Schedule, ScheduleKind
+from wheel.store import Store, migrate
 from wheel.store.migrate import available
 
 
@@ -100,3 +103,36 @@ def test_wheel_migrate_command(empty_database: str) -> None:
     second = runner.invoke(cli, ["migrate"], env={"WHEEL_POSTGRES_DSN": empty_database})
     assert second.exit_code == 0, second.output
     assert second.output.strip() == "schema already up to date"
+
+
+async def test_jobs_that_shared_a_name_keep_it_oldest_first_once_names_are_unique(
+    empty_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before_names = [m for m in available() if m.name != "job_names"]
+    # `wheel.store.migrate` the attribute is the function; the module is in sys.modules.
+    monkeypatch.setattr(sys.modules["wheel.store.migrate"], "available", lambda: before_names)
+    await migrate(empty_database)
+    store = await Store.open(empty_database, min_size=1, max_size=1)
+    try:
+        owner, other = await store.tenants.create("owner"), await store.tenants.create("other")
+        spec = JobSpec("digest", "report", Schedule(ScheduleKind.CRON, cron="0 9 * * *"))
+        made = [
+            await store.jobs.create(tenant.id, new_job_id(), PartitionId(0), spec)
+            for tenant in (owner, owner, owner, other)
+        ]
+        gone = await store.jobs.create(owner.id, new_job_id(), PartitionId(0), spec)
+        await store.jobs.delete(owner.id, gone.id)
+        monkeypatch.undo()
+        assert [m.name for m in await migrate(empty_database)] == ["job_names"]
+        names = [(await store.jobs.get(job.tenant_id, job.id)).spec.name for job in made]
+        assert names == [
+            "digest",
+            f"digest-{str(made[1].id)[:8]}",
+            f"digest-{str(made[2].id)[:8]}",
+            "digest",
+        ]
+        assert (await store.jobs.get(owner.id, gone.id)).spec.name == "digest", "deleted: kept"
+        with pytest.raises(NameTaken):
+            await store.jobs.create(owner.id, new_job_id(), PartitionId(0), spec)
+    finally:
+        await store.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -112,3 +113,14 @@ def test_an_unknown_policy_number_is_named() -> None:
     with pytest.raises(InvalidArgument) as caught:
         convert.policies_from(pb.JobPolicies(overlap=9))  # type: ignore[arg-type]
     assert caught.value.field == "policies.overlap"
+
+
+def test_a_job_ref_is_an_id_or_a_name_and_nothing_else() -> None:
+    job_id = uuid.uuid4()
+    assert convert.job_ref(str(job_id)) == job_id
+    assert convert.job_ref("nightly report") == "nightly report"
+    for bad, reason in (("", "is required"), ("x" * 201, "longer than 200"),
+                        ("a\x00b", "control characters")):  # fmt: skip
+        with pytest.raises(InvalidArgument, match=reason) as caught:
+            convert.job_ref(bad, "job_id")
+        assert caught.value.field == "job_id"

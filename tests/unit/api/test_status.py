@@ -73,3 +73,13 @@ def test_an_undescribed_status_is_a_remote_error() -> None:
     error = from_status(grpc.StatusCode.INTERNAL, "internal error (reference abc)")
     assert isinstance(error, RemoteError)
     assert error.code is grpc.StatusCode.INTERNAL
+
+
+def test_a_name_in_a_trailer_is_ascii_and_comes_back_whole() -> None:
+    error = NotFound("job", repr("rapport été 💥 100%"))
+    status = to_status(error)
+    assert status is not None
+    assert all(value.isascii() and value.isprintable() for _, value in status.metadata)
+    rebuilt = from_status(status.code, status.message, dict(status.metadata))
+    assert isinstance(rebuilt, NotFound)
+    assert (rebuilt.kind, rebuilt.ident, str(rebuilt)) == ("job", error.ident, str(error))

@@ -125,7 +125,9 @@ class FakeApi(api_grpc.JobsServicer, api_grpc.ExecutionsServicer, api_grpc.Clust
     # -- jobs ----------------------------------------------------------------------------
 
     def _job(self, ident: str) -> pb.Job:
-        convert.job_id(ident)
+        ref = convert.job_ref(ident)
+        if isinstance(ref, str):  # a name, as the server resolves it
+            ident = next((j.id for j in self.jobs.values() if j.name == ref), ref)
         job = self.jobs.get(ident)
         if job is None:
             raise NotFound("job", ident)
@@ -248,9 +250,9 @@ class FakeApi(api_grpc.JobsServicer, api_grpc.ExecutionsServicer, api_grpc.Clust
         self, request: api.TriggerJobRequest, context: Context
     ) -> pb.Execution:
         async def answer() -> pb.Execution:
-            self._job(request.id)
+            job = self._job(request.id)
             at = to_datetime(request.at) if request.HasField("at") else NOW
-            key = ExecutionKey(convert.job_id(request.id), at)
+            key = ExecutionKey(convert.job_id(job.id), at)
             existing = self.executions.get(key.id)
             if existing is not None:
                 return existing

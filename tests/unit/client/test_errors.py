@@ -77,11 +77,14 @@ async def test_the_servers_own_validation_names_the_field(
     client: AsyncClient, api: FakeApi
 ) -> None:
     with pytest.raises(InvalidArgument) as caught:
-        await client.get_job("not-a-uuid")
+        await client.get_job("x" * 201)
     assert caught.value.field == "id"
-    assert "not a job id" in caught.value.reason
+    assert "neither a job id" in caught.value.reason
+    assert "longer than 200 characters" in caught.value.reason
     with pytest.raises(NotFound):
         await client.get_job(uuid.uuid4())
+    with pytest.raises(NotFound):
+        await client.get_job("no-such-job")
 
 
 async def test_version_conflict_from_a_stale_update(client: AsyncClient, api: FakeApi) -> None:

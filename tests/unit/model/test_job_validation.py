@@ -18,6 +18,11 @@ CRON = Schedule(ScheduleKind.CRON, cron="0 9 * * *")
     [
         (lambda: JobSpec("", "t", CRON), "name", "must not be empty"),
         (lambda: JobSpec("x" * 201, "t", CRON), "name", "longer than 200 characters"),
+        (
+            lambda: JobSpec("0f8fad5b-d9cb-469f-a165-70867728950e", "t", CRON),
+            "name",
+            "must not be a UUID",
+        ),
         (lambda: JobSpec("n", " ", CRON), "task_type", "must not be empty"),
         (lambda: JobSpec("n", "t", CRON, payload=b"x" * (2 << 20)), "payload", "larger than"),
         (lambda: Schedule(ScheduleKind.AT), "schedule.at", "required for"),

@@ -6,6 +6,7 @@ from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.api import convert
 from wheel.api.server.explain import Explainer
+from wheel.api.server.job_refs import resolve
 from wheel.api.server.rpc import Rpc, Service
 from wheel.errors import InvalidArgument, InvalidTransition, first_line
 from wheel.model.executions import ExecutionStatus
@@ -33,7 +34,11 @@ class ExecutionsApi:
     async def list(
         self, request: api.ListExecutionsRequest, tenant: TenantId
     ) -> api.ListExecutionsResponse:
-        job_id = convert.job_id(request.job_id, "job_id") if request.job_id else None
+        job_id = (
+            await resolve(self._store.jobs, tenant, request.job_id, "job_id")
+            if request.job_id
+            else None
+        )
         statuses = []
         for index, value in enumerate(request.statuses):
             status = convert.EXECUTION_STATUS_FROM.get(value)
@@ -77,7 +82,9 @@ class ExecutionsApi:
         if target == "execution_id":
             key = convert.execution_key(request.execution_id, "execution_id")
         elif target == "occurrence":
-            job_id = convert.job_id(request.occurrence.job_id, "occurrence.job_id")
+            job_id = await resolve(
+                self._store.jobs, tenant, request.occurrence.job_id, "occurrence.job_id"
+            )
             if not request.occurrence.HasField("instant"):
                 raise InvalidArgument("occurrence.instant", "is required")
             instant = convert.instant(request.occurrence.instant, "occurrence.instant")

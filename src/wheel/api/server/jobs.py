@@ -16,10 +16,18 @@ from datetime import UTC, datetime, timedelta
 from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.api import convert
+from wheel.api.server.job_refs import resolve
 from wheel.api.server.registration import register_job, register_jobs
 from wheel.api.server.rpc import Rpc, Service
 from wheel.api.server.served import Served, ServedView
-from wheel.errors import Conflict, CoordinatorError, InvalidArgument, InvalidTransition, NotFound
+from wheel.errors import (
+    Conflict,
+    CoordinatorError,
+    InvalidArgument,
+    InvalidTransition,
+    NameTaken,
+    NotFound,
+)
 from wheel.model.executions import NewOccurrence, Trigger
 from wheel.model.ids import ExecutionKey, JobId, TenantId
 from wheel.model.jobs import Job, JobStatus, ScheduleKind
@@ -99,6 +107,13 @@ class JobsApi:
                     job_id=job_id,
                     clock=lambda: now,
                 )
+        except NameTaken:
+            # Another job has the name: the same definition is a repeated create.
+            named = await self._store.jobs.named(tenant, spec.name)
+            if named is None or named.spec != spec:
+                raise
+            plan = compile_schedule(spec.schedule, named.id, now=named.created_at)
+            return await self._created(named, plan, now, count)
         except Conflict:
             # The id is taken: by an earlier try of this very call (answer what it made),
             # by another definition of this tenant's, or by another tenant's job.
@@ -188,6 +203,9 @@ class JobsApi:
         except CoordinatorError:
             return None  # etcd is away: no warning rather than no answer
 
+    async def _ref(self, tenant: TenantId, text: str, field: str = "id") -> JobId:
+        return await resolve(self._store.jobs, tenant, text, field)
+
     async def _existing(self, tenant: TenantId, job_id: JobId) -> Job | None:
         try:
             return await self._store.jobs.get(tenant, job_id)
@@ -195,7 +213,7 @@ class JobsApi:
             return None
 
     async def get(self, request: api.GetJobRequest, tenant: TenantId) -> pb.Job:
-        job = await self._store.jobs.get(tenant, convert.job_id(request.id))
+        job = await self._store.jobs.get(tenant, await self._ref(tenant, request.id))
         return (await self._jobs_to([job]))[0]
 
     async def list(self, request: api.ListJobsRequest, tenant: TenantId) -> api.ListJobsResponse:
@@ -209,7 +227,7 @@ class JobsApi:
 
     async def update(self, request: api.UpdateJobRequest, tenant: TenantId) -> pb.Job:
         given = request.job
-        job_id = convert.job_id(given.id, "job.id")
+        job_id = await self._ref(tenant, given.id, "job.id")
         if given.version == 0:
             raise InvalidArgument("job.version", "is required: the version this edit is based on")
         spec = convert.spec_from(
@@ -230,20 +248,25 @@ class JobsApi:
         return convert.job_to(await self._store.jobs.update(tenant, job_id, given.version, spec))
 
     async def pause(self, request: api.JobRef, tenant: TenantId) -> pb.Job:
-        return convert.job_to(await self._store.jobs.pause(tenant, convert.job_id(request.id)))
+        job_id = await self._ref(tenant, request.id)
+        return convert.job_to(await self._store.jobs.pause(tenant, job_id))
 
     async def resume(self, request: api.JobRef, tenant: TenantId) -> pb.Job:
-        return convert.job_to(await self._store.jobs.resume(tenant, convert.job_id(request.id)))
+        job_id = await self._ref(tenant, request.id)
+        return convert.job_to(await self._store.jobs.resume(tenant, job_id))
 
     async def delete(self, request: api.JobRef, tenant: TenantId) -> pb.Job:
-        return convert.job_to(await self._store.jobs.delete(tenant, convert.job_id(request.id)))
+        job_id = await self._ref(tenant, request.id)
+        return convert.job_to(await self._store.jobs.delete(tenant, job_id))
 
     async def preview(
         self, request: api.PreviewScheduleRequest, tenant: TenantId
     ) -> api.PreviewScheduleResponse:
         count = _count(request.count, "count", DEFAULT_PREVIEW)
         schedule = convert.schedule_from(request.schedule)
-        job_id = convert.job_id(request.job_id, "job_id") if request.job_id else _PREVIEW_JOB
+        job_id = (
+            await self._ref(tenant, request.job_id, "job_id") if request.job_id else _PREVIEW_JOB
+        )
         now = self._clock()
         after = convert.instant(request.after, "after") if request.HasField("after") else now
         with convert.request_fields():
@@ -253,7 +276,7 @@ class JobsApi:
         )
 
     async def trigger(self, request: api.TriggerJobRequest, tenant: TenantId) -> pb.Execution:
-        job_id = convert.job_id(request.id)
+        job_id = await self._ref(tenant, request.id)
         now = self._clock()
         at = convert.instant(request.at, "at") if request.HasField("at") else now
         if not now - self._retention <= at <= now + TRIGGER_AHEAD:
@@ -285,7 +308,7 @@ class JobsApi:
     async def backfill(
         self, request: api.BackfillJobRequest, tenant: TenantId
     ) -> api.BackfillJobResponse:
-        job_id = convert.job_id(request.id)
+        job_id = await self._ref(tenant, request.id)
         for name in ("start", "end"):
             if not request.HasField(name):
                 raise InvalidArgument(name, "is required")

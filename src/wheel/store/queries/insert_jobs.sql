@@ -1,4 +1,4 @@
--- Many jobs of one tenant in one statement, a column per array. A job whose id
+-- Many jobs of one tenant in one statement, a column per array. A job whose id or name
 -- exists is left as it is and not returned: the caller reads it and decides
 -- (the same definition: a repeated create; another: a conflict).
 INSERT INTO jobs (id, tenant_id, name, task_type, payload, schedule_kind, run_at, cron, time_zone,
@@ -23,5 +23,5 @@ FROM unnest(%(id)s::uuid[], %(name)s::text[], %(task_type)s::text[], %(payload)s
            ends_at, smear_ms, dst_gap, dst_fold, max_attempts, backoff_base_ms, backoff_cap_ms,
            idempotent, misfire, misfire_grace_ms, misfire_replay_cap, overlap, timeout_ms,
            priority, pool, partition)
-ON CONFLICT (id) DO NOTHING
+ON CONFLICT DO NOTHING
 RETURNING *
