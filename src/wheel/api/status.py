@@ -28,6 +28,7 @@ from wheel.errors import (
     CoordinatorUnavailable,
     InvalidArgument,
     InvalidTransition,
+    NameTaken,
     NotFound,
     PermissionDenied,
     StoreUnavailable,
@@ -83,6 +84,8 @@ def _attributes(error: WheelError) -> tuple[tuple[str, str], ...]:
         names = ("kind", "ident", "expected", "current")
     elif isinstance(error, InvalidTransition):
         names = ("kind", "ident", "state", "operation")
+    elif isinstance(error, NameTaken):
+        names = ("name", "field")
     # Metadata values are printable ASCII: anything else (a job's name) is percent-encoded.
     return tuple((f"wheel-{name}", quote(str(getattr(error, name)), safe=_SAFE)) for name in names)
 
@@ -146,6 +149,12 @@ def _rebuilt(
 ) -> WheelError | None:
     """The error built with its own fields from the trailer, when it carries them all and
     they give back the server's very message (else None: the message alone is used)."""
+    if code is grpc.StatusCode.ALREADY_EXISTS and kind == "NameTaken":
+        try:
+            taken = NameTaken(unquote(metadata["wheel-name"]), unquote(metadata["wheel-field"]))
+        except KeyError:
+            return None
+        return taken if str(taken) == message else None
     try:
         attribute = {name: unquote(metadata[f"wheel-{name}"]) for name in ("kind", "ident")}
         error: WheelError

@@ -19,9 +19,9 @@ from tests.integration.nodes import NodeFactory
 from wheel.cli.jobs import executions, jobs
 from wheel.client import AsyncClient, Verdict
 from wheel.errors import (
-    Conflict,
     InvalidArgument,
     InvalidTransition,
+    NameTaken,
     NotFound,
     Unauthenticated,
     VersionConflict,
@@ -254,8 +254,9 @@ async def test_jobs_by_name_through_the_sdk_and_the_cli(
     first = (await client.create_job("weekly-digest", "digest.send", schedule)).job
     again = (await client.create_job("weekly-digest", "digest.send", schedule)).job
     assert again.id == first.id, "running the snippet twice makes one job"
-    with pytest.raises(Conflict, match="name: a job named 'weekly-digest' exists"):
+    with pytest.raises(NameTaken) as taken:
         await client.create_job("weekly-digest", "digest.send", wheel.cron("0 9 * * 2"))
+    assert (taken.value.name, taken.value.field) == ("weekly-digest", "name")
     assert (await client.get_job("weekly-digest")).id == first.id
     assert (await client.pause_job("weekly-digest")).status is JobStatus.PAUSED
     env = {"WHEEL_ENDPOINTS": node.address, "WHEEL_TOKEN": token, "COLUMNS": "200"}

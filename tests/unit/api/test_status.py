@@ -12,6 +12,7 @@ from wheel.errors import (
     Conflict,
     InvalidArgument,
     InvalidTransition,
+    NameTaken,
     NotFound,
     StoreError,
     StoreUnavailable,
@@ -83,3 +84,17 @@ def test_a_name_in_a_trailer_is_ascii_and_comes_back_whole() -> None:
     rebuilt = from_status(status.code, status.message, dict(status.metadata))
     assert isinstance(rebuilt, NotFound)
     assert (rebuilt.kind, rebuilt.ident, str(rebuilt)) == ("job", error.ident, str(error))
+
+
+def test_a_taken_name_comes_back_as_name_taken_with_its_field() -> None:
+    error = NameTaken("rapport été", "jobs[3].name")
+    status = to_status(error)
+    assert status is not None
+    assert status.code is grpc.StatusCode.ALREADY_EXISTS
+    rebuilt = from_status(status.code, status.message, dict(status.metadata))
+    assert isinstance(rebuilt, NameTaken)
+    assert (rebuilt.name, rebuilt.field, str(rebuilt)) == (
+        "rapport été",
+        "jobs[3].name",
+        str(error),
+    )
