@@ -87,7 +87,6 @@ async def main(args: argparse.Namespace) -> None:
         tenant = await store.tenants.create("bench")
         _, token = await store.tenants.create_token(tenant.id, "bench")
         schedule = wheel.cron("H H * * *", "Europe/London")
-        spec = JobSpec("nightly", "noop", schedule)
         rows: list[tuple[str, dict[str, float], dict[str, float] | None]] = []
         n, c = args.calls, args.concurrency
         async with wheel.AsyncClient(address, token=token) as client:
@@ -96,7 +95,14 @@ async def main(args: argparse.Namespace) -> None:
                 n, c, lambda i: client.create_job(f"api-{i}", "noop", schedule)
             )
             direct = await timed(
-                n, c, lambda i: register_job(store, tenant.id, spec, partitions=PARTITIONS)
+                n,
+                c,
+                lambda i: register_job(
+                    store,
+                    tenant.id,
+                    JobSpec(f"direct-{i}", "noop", schedule),
+                    partitions=PARTITIONS,
+                ),
             )
             rows.append(("create a cron job", api_create, direct))
 

@@ -68,7 +68,8 @@ NODE_OPTIONS = {
 
 async def register(client: AsyncClient, instants: list[datetime], task: str) -> float:
     """Register one-off no-op jobs at these instants through the SDK; the seconds it took."""
-    jobs = [NewJob("bench", task, at(instant)) for instant in instants]
+    batch = time.monotonic_ns()  # names are unique per tenant: one a job, every call its own
+    jobs = [NewJob(f"bench-{batch}-{n}", task, at(instant)) for n, instant in enumerate(instants)]
     began = time.perf_counter()
     await client.create_jobs(jobs)
     return time.perf_counter() - began

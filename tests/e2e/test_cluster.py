@@ -11,6 +11,7 @@ import asyncio
 import itertools
 import signal
 import statistics
+import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -46,7 +47,8 @@ async def jobs(
     **policies: Any,
 ) -> list[Job]:
     specs = [
-        JobSpec(name=task, task_type=task, schedule=Schedule(kind=ScheduleKind.AT, at=instant),
+        JobSpec(name=f"{task}-{uuid.uuid4().hex[:8]}", task_type=task,
+                schedule=Schedule(kind=ScheduleKind.AT, at=instant),
                 payload=payload, policies=Policies(**policies))
         for instant in instants
     ]  # fmt: skip

@@ -29,7 +29,7 @@ import click
 from rich.console import Console
 
 from wheel.cli import show
-from wheel.cli.jobs_file import read_jobs
+from wheel.cli.jobs_file import read_jobs, read_toml
 from wheel.cli.jobs_options import (
     INSTANT,
     PAYLOAD,
@@ -191,6 +191,42 @@ _job_command("get", "job", _get)
 _job_command("pause", "job paused", _pause)
 _job_command("resume", "job resumed", _resume)
 _job_command("delete", "job deleted", _delete)
+
+
+@jobs.command("apply")
+@click.option(
+    "-f",
+    "--file",
+    "jobs_file",
+    type=click.File("rb"),
+    required=True,
+    help="A TOML file of [jobs.NAME] tables, their keys the create command's options ('-': stdin).",
+)
+@click.option("--prune", is_flag=True, help="Also delete the jobs the file does not name.")
+@click.option("--dry-run", is_flag=True, help="Show the difference; change nothing.")
+@connected
+def apply_jobs(session: Session, jobs_file: IO[bytes], prune: bool, dry_run: bool) -> None:
+    """Make the tenant's jobs match a file kept in git: show the difference, then apply it.
+
+    \b
+        [jobs.nightly-report]
+        task = "reports.nightly"
+        cron = "30 1 * * *"
+        tz = "Europe/London"
+        max_attempts = 5
+
+    Jobs are matched by name: each is created, updated (with the version read,
+    so a concurrent change is refused, not overwritten), replaced (a one-off's
+    instant changed) or left unchanged; --prune deletes the others. Applying
+    the same file again changes nothing.
+    """
+    wanted = read_toml(jobs_file, create_job, click.get_current_context())
+    planned = session.call(lambda client: client.apply_jobs(wanted, prune=prune, dry_run=dry_run))
+
+    def human(console: Console) -> None:
+        show.apply_plan(console, planned)
+
+    session.show(planned, human)
 
 
 @jobs.command("update")

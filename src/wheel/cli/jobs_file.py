@@ -1,4 +1,5 @@
-"""`wheel jobs create --file jobs.jsonl`: jobs from a JSON Lines file, one object a line.
+"""Jobs from files: `wheel jobs create --file jobs.jsonl` (JSON Lines, one object a line)
+and `wheel jobs apply -f jobs.toml` (TOML, one `[jobs.NAME]` table a job).
 
 A line has the keys `wheel jobs create` has as options, without the dashes,
 and each value is read by that option's own type, so a file and the flags
@@ -15,8 +16,10 @@ naming the line and the key, and nothing is sent.
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from datetime import date, datetime, time
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
@@ -32,11 +35,13 @@ _NOT_IN_A_FILE = frozenset({
 })  # fmt: skip
 
 
+def _params(command: click.Command) -> dict[str, click.Parameter]:
+    return {p.name: p for p in command.params if p.name and p.name not in _NOT_IN_A_FILE}
+
+
 def read_jobs(lines: Iterable[str], ctx: click.Context) -> tuple[list[NewJob], list[int]]:
     """The file's jobs, and the line number each came from."""
-    params: dict[str, click.Parameter] = {
-        p.name: p for p in ctx.command.params if p.name and p.name not in _NOT_IN_A_FILE
-    }
+    params = _params(ctx.command)
     jobs, numbers = [], []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -52,13 +57,56 @@ def read_jobs(lines: Iterable[str], ctx: click.Context) -> tuple[list[NewJob], l
     return jobs, numbers
 
 
-def _job(line: str, params: dict[str, click.Parameter], ctx: click.Context) -> NewJob:
+def read_toml(
+    file: IO[bytes], create: click.Command, ctx: click.Context, option: str = "--file"
+) -> list[NewJob]:
+    """The jobs of a TOML file: a table `[jobs.NAME]` a job, its keys `create`'s options.
+
+    [jobs.nightly-report]
+    task = "reports.nightly"
+    cron = "30 1 * * *"
+    tz = "Europe/London"
+    max_attempts = 5
+    """
+    try:
+        document = tomllib.load(file)
+    except tomllib.TOMLDecodeError as exc:
+        raise click.BadParameter(f"not TOML: {exc}", param_hint=f"'{option}'") from None
+    unknown = sorted(set(document) - {"jobs"})
+    if unknown:
+        raise click.BadParameter(
+            f"{unknown[0]!r}: only [jobs.NAME] tables belong here", param_hint=f"'{option}'"
+        )
+    tables = document.get("jobs", {})
+    if not isinstance(tables, dict):
+        raise click.BadParameter("'jobs' must hold [jobs.NAME] tables", param_hint=f"'{option}'")
+    params = _params(create)
+    jobs = []
+    for name, table in tables.items():
+        try:
+            if not isinstance(table, dict):
+                raise click.UsageError("must be a table of the job's options")
+            if "name" in table:
+                raise click.UsageError("the table's key is the job's name: no 'name' key")
+            jobs.append(_job({"name": name, **table}, params, ctx))
+        except click.UsageError as exc:
+            raise click.BadParameter(f"[jobs.{name}]: {exc.format_message()}",
+                                     param_hint=f"'{option}'") from None  # fmt: skip
+    return jobs
+
+
+def _job(
+    line: str | dict[str, Any], params: dict[str, click.Parameter], ctx: click.Context
+) -> NewJob:
     from wheel.client.types import NewJob
 
-    try:
-        document = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise click.UsageError(f"not JSON: {exc.msg} (column {exc.colno})") from None
+    if isinstance(line, dict):
+        document: object = line
+    else:
+        try:
+            document = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise click.UsageError(f"not JSON: {exc.msg} (column {exc.colno})") from None
     if not isinstance(document, dict):
         raise click.UsageError("each line must be a JSON object")
     options: dict[str, Any] = {}
@@ -89,6 +137,8 @@ def _value(key: str, value: object, param: click.Parameter, ctx: click.Context) 
         if not isinstance(value, bool):
             raise click.UsageError(f"{key}: must be true or false")
         return value
+    if isinstance(value, datetime | date | time):  # TOML's own dates: read as the flag would
+        value = value.isoformat()
     if value is None or isinstance(value, dict | list | bool):
         raise click.UsageError(f"{key}: must be a string or a number")
     try:

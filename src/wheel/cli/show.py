@@ -16,11 +16,13 @@ from rich import box
 from rich.console import Console
 from rich.table import Column, Table
 
+from wheel.client.apply import Action
 from wheel.errors import first_line
 from wheel.model.jobs import DstFold, DstGap, Policies, Schedule, ScheduleKind
 
 if TYPE_CHECKING:
     from wheel.client import types
+    from wheel.client.apply import ApplyPlan
 
 _SPAN_UNITS_MS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000))
 
@@ -243,3 +245,21 @@ def backfill(console: Console, result: types.Backfill) -> None:
 def _more(console: Console, token: str) -> None:
     if token:
         console.print(f"more: --page-token {token}")
+
+
+def apply_plan(console: Console, planned: ApplyPlan) -> None:
+    """What an apply changes (or changed), a job a row, changes first."""
+
+    order = {"delete": 0, "replace": 1, "update": 2, "create": 3, "unchanged": 4}
+    table = Table("", "job", "what changes", box=box.SIMPLE)
+    for change in sorted(planned.changes, key=lambda c: (order[c.action.value], c.name)):
+        table.add_row(change.action.value, change.name, ", ".join(change.fields))
+    console.print(table)
+    counts = {action: len(planned.of(action)) for action in Action}
+    said = ", ".join(f"{n} {action.value}" for action, n in counts.items() if n)
+    if not planned.changed:
+        console.print(f"nothing to change ({said or 'no jobs'})")
+    elif planned.applied:
+        console.print(f"applied: {said}")
+    else:
+        console.print(f"would apply: {said} (--dry-run: nothing changed)")

@@ -36,8 +36,9 @@ from typing import Self
 
 from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel.api.convert import schedule_to
-from wheel.client import batching, messages, requests
+from wheel.client import apply, batching, messages, requests
 from wheel.client import types as t
+from wheel.client.apply import ApplyPlan
 from wheel.client.requests import JobRef
 from wheel.client.transport import Settings, Transport
 from wheel.errors import InvalidArgument
@@ -164,6 +165,22 @@ class AsyncClient:
         return await batching.create_jobs(
             self._transport, jobs, batch_size=batch_size, concurrency=concurrency
         )
+
+    async def apply_jobs(
+        self, jobs: Iterable[t.NewJob], *, prune: bool = False, dry_run: bool = False
+    ) -> ApplyPlan:
+        """Make the tenant's jobs match `jobs`, matched by name; the difference, applied.
+
+            plan = await client.apply_jobs(jobs, dry_run=True)   # nothing is written
+            for change in plan.changes: print(change.action, change.name, change.fields)
+
+        `prune` deletes the jobs `jobs` does not name. Updates name the version the
+        plan read: a job changed meanwhile raises VersionConflict (see `wheel.client.apply`).
+        """
+        planned = await apply.plan(self, jobs, prune=prune)
+        if dry_run or not planned.changed:
+            return planned
+        return await apply.apply(self, planned)
 
     async def get_job(self, job_id: JobRef) -> t.Job:
         """The job with this name or id: `await client.get_job("nightly-report")`."""

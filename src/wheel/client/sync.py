@@ -185,6 +185,7 @@ class Client:
 
     create_job = _blocking(AsyncClient.create_job)
     create_jobs = _blocking(AsyncClient.create_jobs)
+    apply_jobs = _blocking(AsyncClient.apply_jobs)
     get_job = _blocking(AsyncClient.get_job)
     list_jobs = _blocking(AsyncClient.list_jobs)
     jobs = _iterating(AsyncClient.jobs)
