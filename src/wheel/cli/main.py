@@ -14,6 +14,7 @@ from rich.table import Table
 from wheel import eventloop
 from wheel.cli import logs, options
 from wheel.cli.admin import tenants, tokens
+from wheel.cli.cluster import executors, nodes
 from wheel.cli.dev import dev
 from wheel.cli.executor import executor
 from wheel.cli.jobs import executions, jobs
@@ -48,18 +49,29 @@ def migrate(dsn: str) -> None:
 @options.output
 def shards(endpoint: str, cluster: str, output: str) -> None:
     """Every partition, the node that owns it and its epoch (as etcdctl would show them)."""
+    from wheel.cli.jobs_options import CommandError
     from wheel.coordinator import shards as listing
     from wheel.coordinator.etcd import Etcd
     from wheel.coordinator.layout import Layout
 
-    async def read() -> list[listing.Shard]:
+    async def read() -> tuple[bool, list[listing.Shard]]:
         etcd = await Etcd.connect(endpoint)
         try:
-            return await listing.shards(etcd, Layout(cluster))
+            layout = Layout(cluster)
+            made = await etcd.get(layout.config) is not None or bool(
+                (await etcd.get_prefix(layout.nodes))[0]
+            )
+            return made, await listing.shards(etcd, layout)
         finally:
             await etcd.close()
 
-    rows = eventloop.run(read())
+    made, rows = eventloop.run(read())
+    if not made:
+        # No node ever ran in it: most often a --cluster other than the nodes' own.
+        raise CommandError(
+            f"no node is in cluster {cluster!r} (nothing under /wheel/{cluster}/ in etcd): "
+            "check --cluster (env WHEEL_CLUSTER) against the nodes' own"
+        )
     if output == "json":
         click.echo(json.dumps([dataclasses.asdict(row) for row in rows], indent=2))
         return
@@ -79,6 +91,8 @@ cli.add_command(executions)
 cli.add_command(tenants)
 cli.add_command(tokens)
 cli.add_command(executor)
+cli.add_command(nodes)
+cli.add_command(executors)
 
 
 def main() -> None:

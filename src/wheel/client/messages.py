@@ -187,4 +187,15 @@ def executor(message: api.ExecutorInfo) -> t.ExecutorInfo:
         pools=tuple(message.pools),
         task_types=tuple(message.task_types),
         capacity=message.capacity,
+        links=tuple(
+            t.ExecutorLink(
+                node_id=link.node_id,
+                credit=dict(sorted(link.credit.items())),
+                in_flight=link.in_flight,
+                connected_at=to_datetime(link.connected_at)
+                if link.HasField("connected_at")
+                else None,
+            )
+            for link in message.links
+        ),
     )

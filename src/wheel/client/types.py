@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Generic, TypeVar
@@ -238,11 +239,25 @@ class Partition:
 
 
 @dataclass(frozen=True, slots=True)
+class ExecutorLink:
+    """One executor's stream to one node, as the node last published it (each second)."""
+
+    node_id: str
+    credit: Mapping[str, int]
+    """Dispatches it allows on this stream now, by pool."""
+    in_flight: int
+    """Runs this node dispatched to it that have not finished."""
+    connected_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
 class ExecutorInfo:
-    """A connected executor: its pools, task types and capacity."""
+    """An executor: its pools, task types and capacity, and its stream to each node."""
 
     executor_id: str
     pools: tuple[str, ...]
     task_types: tuple[str, ...]
     capacity: int
     """Handlers it runs at once, over all pools."""
+    links: tuple[ExecutorLink, ...] = ()
+    """None: it reaches no node (a wrong --cluster, a refused token, or no node is up)."""

@@ -50,6 +50,9 @@ class ExecutorConfig:
     """Worker threads for sync handlers; None: the total concurrency of all pools."""
     session_ttl_s: int = 10
     """TTL of the lease the executor's registration lives under."""
+    reach_check_s: float = 10.0
+    """How often it checks that it reaches a node; while it reaches none it logs an error
+    naming the likely cause (a wrong --cluster, a refused token), every check."""
     metrics_listen: str = ""
     """host:port for Prometheus metrics (/metrics); empty: not served."""
     token: str = field(default="", repr=False)
@@ -102,6 +105,8 @@ class ExecutorConfig:
             raise ConfigError("thread_pool_size", f"{self.thread_pool_size} must be at least 1")
         if not 0 <= self.hold <= 1_000_000:
             raise ConfigError("hold", f"{self.hold} not in 0..1000000")
+        if self.reach_check_s <= 0:
+            raise ConfigError("reach_check_s", f"{self.reach_check_s} must be positive")
         if self.session_ttl_s < 1:
             raise ConfigError("session_ttl_s", f"{self.session_ttl_s} must be at least 1")
 

@@ -30,6 +30,7 @@ from wheel.executor.discovery import ClusterView, Discovery
 from wheel.executor.executions import Executions
 from wheel.executor.metrics import ExecutorMetrics
 from wheel.executor.outbox import Outbox
+from wheel.executor.reach import Reach
 from wheel.executor.registration import Registration
 from wheel.executor.routing import Router
 from wheel.executor.tasks import TaskRegistry, default_registry, load_modules
@@ -63,6 +64,7 @@ class Executor:
         self.executions: Executions | None = None
         self.registration: Registration | None = None
         self.discovery: Discovery | None = None
+        self.reach: Reach | None = None
         self.metrics: ExecutorMetrics | None = None
         self.metrics_port = 0
 
@@ -114,7 +116,13 @@ class Executor:
             self.metrics_port = self.metrics.serve(config.metrics_listen)
         self.registration = Registration(self._etcd, self.layout, info, ttl_s=config.session_ttl_s)
         self.discovery = Discovery(self._view, self._link)
+        discovery = self.discovery
+        reach = self.reach = Reach(
+            lambda: discovery.links, executor_id=config.executor_id, cluster=config.cluster,
+            interval_s=config.reach_check_s,
+        )  # fmt: skip
         self._tasks = [
+            asyncio.create_task(reach.run(), name="executor reach"),
             asyncio.create_task(self.registration.run(), name="executor registration"),
             asyncio.create_task(self.outbox.run(), name="executor outbox"),
             asyncio.create_task(self.discovery.run(), name="executor discovery"),

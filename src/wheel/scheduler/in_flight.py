@@ -36,10 +36,14 @@ class InFlightRuns:
     def __init__(self) -> None:
         self._runs: dict[ExecutionKey, InFlight] = {}
         self.by_tenant: Counter[TenantId] = Counter()
+        self.by_link: Counter[int] = Counter()
+        """By link serial: what each executor stream holds of this node's runs."""
 
     def add(self, key: ExecutionKey, entry: InFlight) -> None:
         self._runs[key] = entry
         self.by_tenant[entry.ready.tenant] += 1
+        if entry.link is not None:
+            self.by_link[entry.link.serial] += 1
 
     def get(self, key: ExecutionKey) -> InFlight | None:
         return self._runs.get(key)
@@ -52,6 +56,11 @@ class InFlightRuns:
             self.by_tenant[tenant] -= 1
             if self.by_tenant[tenant] <= 0:
                 del self.by_tenant[tenant]
+            if entry.link is not None:
+                serial = entry.link.serial
+                self.by_link[serial] -= 1
+                if self.by_link[serial] <= 0:
+                    del self.by_link[serial]
         return entry
 
     def expired(self, now_monotonic_s: float) -> list[ExecutionKey]:

@@ -44,6 +44,7 @@ class Publisher:
                 "capacity": link.capacity,
                 "credit": dict(sorted(link.credits.items())),
                 "since": link.connected_at.isoformat(timespec="seconds"),
+                "in_flight": engine.in_flight.by_link.get(link.serial, 0),
             }
             for link in sorted(engine.links, key=lambda link: link.executor_id)
         }

@@ -77,7 +77,7 @@ async def serve(
             api_store, partitions=partitions, retention_days=config.retention_days, served=served
         ).service(),
         ExecutionsApi(api_store, explainer).service(),
-        ClusterApi(etcd, layout).service(),
+        ClusterApi(etcd, layout, served).service(),
     ]
     add_services(server, Authenticator(api_store.tenants, ttl_s=config.token_cache_s), api_services)
     health_servicer = health.aio.HealthServicer()

@@ -39,6 +39,14 @@ async def test_shards_lists_every_partition_with_its_owner(local_services: Local
         await node.stop()
 
 
+async def test_shards_of_a_cluster_no_node_runs_in_says_so(local_services: LocalServices) -> None:
+    args = ["shards", "--etcd", local_services.etcd.endpoint, "--cluster", "no-such-cluster"]
+    result = await asyncio.to_thread(CliRunner().invoke, cli, args)
+    assert result.exit_code == 1
+    assert "no node is in cluster 'no-such-cluster'" in result.output
+    assert "check --cluster" in result.output
+
+
 async def test_executors_are_found_and_forgotten_with_their_lease(
     local_services: LocalServices,
 ) -> None:

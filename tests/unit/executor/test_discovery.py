@@ -113,3 +113,33 @@ async def test_a_listed_node_that_is_down_is_retried_until_it_answers(
     sent = stream.dispatch(dispatch("block", pool="slow"))
     result = await stream.result(sent.execution_id)
     assert (result.outcome, result.error[:25]) == (NOT_STARTED, "pool 'slow' is not served")
+
+
+async def test_an_executor_that_reaches_no_node_says_why_until_it_does(
+    cluster: Cluster, gate: Gate, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR, logger="wheel.executor.reach")
+    executor = await cluster.executor(registry(gate), reach_check_s=0.05)
+    reach = executor.reach
+    assert reach is not None
+    await asyncio.wait_for(reach.unreached.wait(), 10)
+    said = [r for r in caplog.records if r.getMessage() == "executor.no_node"]
+    assert said, "an error, not an idle process"
+    assert "check --cluster" in said[0].reason  # type: ignore[attr-defined]
+    assert cluster.layout.cluster in said[0].reason  # type: ignore[attr-defined]
+    node = await cluster.add_node("n1")
+    await node.opened()
+    await asyncio.wait_for(reach.reaching.wait(), 10)
+    assert not reach.unreached.is_set()
+
+
+async def test_listed_nodes_that_refuse_the_stream_are_named_as_the_cause(
+    cluster: Cluster, gate: Gate, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR, logger="wheel.executor.reach")
+    await cluster.list_node("gone", "127.0.0.1:1")  # listed, never answers
+    executor = await cluster.executor(registry(gate), reach_check_s=0.05)
+    assert executor.reach is not None
+    await asyncio.wait_for(executor.reach.unreached.wait(), 10)
+    (said, *_) = [r for r in caplog.records if r.getMessage() == "executor.no_node"]
+    assert "none of the 1 listed nodes accepted a stream" in said.reason  # type: ignore[attr-defined]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
+from datetime import datetime
 
 from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel.api.server.rpc import Rpc, Service
+from wheel.api.server.served import ExecutorOnNode, ServedView
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
 from wheel.coordinator.registry import ExecutorInfo, NodeInfo
@@ -14,9 +17,10 @@ from wheel.model.ids import TenantId
 
 
 class ClusterApi:
-    def __init__(self, etcd: Etcd, layout: Layout) -> None:
+    def __init__(self, etcd: Etcd, layout: Layout, served: ServedView | None = None) -> None:
         self._etcd = etcd
         self._layout = layout
+        self._served = served or ServedView(etcd, layout)
 
     def service(self) -> Service:
         return Service(
@@ -55,15 +59,27 @@ class ClusterApi:
         self, request: api.ListExecutorsRequest, tenant: TenantId
     ) -> api.ListExecutorsResponse:
         kvs, _ = await self._etcd.get_prefix(self._layout.executors)
-        found = sorted((ExecutorInfo.from_kv(kv) for kv in kvs), key=lambda e: e.executor_id)
-        return api.ListExecutorsResponse(
-            executors=[
-                api.ExecutorInfo(
-                    executor_id=e.executor_id,
-                    pools=list(e.pools),
-                    task_types=list(e.task_types),
-                    capacity=e.capacity,
-                )
-                for e in found
-            ]
-        )
+        registered = {e.executor_id: e for e in (ExecutorInfo.from_kv(kv) for kv in kvs)}
+        links: dict[str, list[ExecutorOnNode]] = {}
+        for on_node in (await self._served.now()).executors:
+            links.setdefault(on_node.executor_id, []).append(on_node)
+        answer = api.ListExecutorsResponse()
+        for executor_id in sorted(registered.keys() | links.keys()):
+            streams = links.get(executor_id, [])
+            known = registered.get(executor_id)
+            info = answer.executors.add(executor_id=executor_id)
+            if known is not None:
+                info.pools.extend(known.pools)
+                info.task_types.extend(known.task_types)
+                info.capacity = known.capacity
+            elif streams:  # streaming to nodes without a registration: as its Hello said
+                info.pools.extend(streams[0].pools)
+                info.task_types.extend(streams[0].task_types)
+                info.capacity = streams[0].capacity
+            for stream in streams:
+                link = info.links.add(node_id=stream.node_id, in_flight=stream.in_flight)
+                for pool, credit in stream.credit.items():
+                    link.credit[pool] = max(0, credit)
+                with contextlib.suppress(ValueError):
+                    link.connected_at.FromDatetime(datetime.fromisoformat(stream.since))
+        return answer

@@ -29,6 +29,8 @@ class ExecutorOnNode:
     capacity: int
     credit: Mapping[str, int]
     since: str
+    in_flight: int = 0
+    """Runs that node dispatched to it and has not seen finish."""
 
     def serves(self, pool: str, task_type: str) -> bool:
         return pool in self.pools and (not self.task_types or task_type in self.task_types)
@@ -82,6 +84,7 @@ def _executors(node_id: str, document: Mapping[str, Any]) -> list[ExecutorOnNode
                 capacity=int(doc.get("capacity", 0)),
                 credit={str(k): int(v) for k, v in dict(doc.get("credit", {})).items()},
                 since=str(doc.get("since", "")),
+                in_flight=int(doc.get("in_flight", 0)),
             )
         )
     return found

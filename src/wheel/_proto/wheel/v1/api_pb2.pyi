@@ -295,16 +295,37 @@ class ListExecutorsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ExecutorInfo(_message.Message):
-    __slots__ = ("executor_id", "pools", "task_types", "capacity")
+    __slots__ = ("executor_id", "pools", "task_types", "capacity", "links")
     EXECUTOR_ID_FIELD_NUMBER: _ClassVar[int]
     POOLS_FIELD_NUMBER: _ClassVar[int]
     TASK_TYPES_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    LINKS_FIELD_NUMBER: _ClassVar[int]
     executor_id: str
     pools: _containers.RepeatedScalarFieldContainer[str]
     task_types: _containers.RepeatedScalarFieldContainer[str]
     capacity: int
-    def __init__(self, executor_id: _Optional[str] = ..., pools: _Optional[_Iterable[str]] = ..., task_types: _Optional[_Iterable[str]] = ..., capacity: _Optional[int] = ...) -> None: ...
+    links: _containers.RepeatedCompositeFieldContainer[ExecutorLink]
+    def __init__(self, executor_id: _Optional[str] = ..., pools: _Optional[_Iterable[str]] = ..., task_types: _Optional[_Iterable[str]] = ..., capacity: _Optional[int] = ..., links: _Optional[_Iterable[_Union[ExecutorLink, _Mapping]]] = ...) -> None: ...
+
+class ExecutorLink(_message.Message):
+    __slots__ = ("node_id", "credit", "in_flight", "connected_at")
+    class CreditEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    CREDIT_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    CONNECTED_AT_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    credit: _containers.ScalarMap[str, int]
+    in_flight: int
+    connected_at: _timestamp_pb2.Timestamp
+    def __init__(self, node_id: _Optional[str] = ..., credit: _Optional[_Mapping[str, int]] = ..., in_flight: _Optional[int] = ..., connected_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ListExecutorsResponse(_message.Message):
     __slots__ = ("executors",)
