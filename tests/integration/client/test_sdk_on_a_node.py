@@ -16,8 +16,12 @@ from click.testing import Result as CliResult
 
 import wheel
 from tests.integration.nodes import NodeFactory
+from tests.integration.scheduler.scripted_executor import connected
+from wheel.cli.cluster import executors as executors_command
+from wheel.cli.cluster import nodes as nodes_command
 from wheel.cli.jobs import executions, jobs
 from wheel.client import AsyncClient, Verdict
+from wheel.client.types import ExecutorInfo
 from wheel.errors import (
     InvalidArgument,
     InvalidTransition,
@@ -272,3 +276,32 @@ async def test_jobs_by_name_through_the_sdk_and_the_cli(
     missing = await asyncio.to_thread(invoke, "get", "no-such-job")
     assert missing.exit_code == 1
     assert "job 'no-such-job' not found" in missing.output
+
+
+async def test_the_cluster_at_a_glance_through_the_sdk_and_the_cli(
+    client: AsyncClient, node: SchedulerNode, token: str
+) -> None:
+    executor = await connected(node, executor_id="glance", capacity=3)
+    try:
+
+        async def streaming() -> ExecutorInfo:
+            while True:  # the node publishes its executors about once a second
+                found = [e for e in await client.executors() if e.executor_id == "glance"]
+                if found and found[0].links:
+                    return found[0]
+                await asyncio.sleep(0.1)
+
+        seen = await asyncio.wait_for(streaming(), 15)
+        (link,) = seen.links
+        assert (link.node_id, link.in_flight) == (node.config.node_id, 0)
+        assert link.credit == {"default": 3}
+        assert link.connected_at is not None
+        env = {"WHEEL_ENDPOINTS": node.address, "WHEEL_TOKEN": token, "COLUMNS": "200"}
+        listed = await asyncio.to_thread(CliRunner().invoke, executors_command, [], env=env)
+        assert listed.exit_code == 0, listed.output
+        assert "glance" in listed.output
+        assert node.config.node_id in listed.output
+        shown = await asyncio.to_thread(CliRunner().invoke, nodes_command, [], env=env)
+        assert node.address in shown.output
+    finally:
+        await executor.stop()
