@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import IO, TYPE_CHECKING, Any
 
 import click
@@ -338,6 +338,9 @@ def executions() -> None:
 )
 @click.option("--after", type=INSTANT, help="Scheduled after this instant.")
 @click.option("--before", type=INSTANT, help="Scheduled before this instant.")
+@click.option(
+    "--upcoming", is_flag=True, help="What is next: runs scheduled from now on, soonest first."
+)
 @click.option("--limit", type=click.IntRange(0, 1000), default=0, help="Page size (0: 100).")
 @click.option("--page-token", default="", help="Continue where a listing said 'more'.")
 @connected
@@ -347,22 +350,49 @@ def list_executions(
     statuses: tuple[str, ...],
     after: datetime | None,
     before: datetime | None,
+    upcoming: bool,
     limit: int,
     page_token: str,
 ) -> None:
-    """Executions, filtered by job, status and scheduled instant, a page at a time."""
+    """Executions, newest first: what ran and runs now, with job, duration and lateness.
+
+    Without --after or --before, runs scheduled up to now (--upcoming: from now
+    on, soonest first). A page at a time; --page-token continues.
+    """
     wanted = [status.lower() for status in statuses]
-    page = session.call(
-        lambda client: client.list_executions(
+    now = datetime.now(UTC)
+    if upcoming:
+        after = max(after, now) if after is not None else now
+    elif after is None and before is None:
+        before = now + timedelta(seconds=1)  # what ran and runs now, not the future's backlog
+
+    def fetch(client: Client) -> tuple[types.Page[types.Execution], dict[str, str]]:
+        page = client.list_executions(
             job_id=job_id,
             statuses=wanted,
             scheduled_after=after,
             scheduled_before=before,
             page_size=limit,
             page_token=page_token,
+            oldest_first=upcoming,
         )
-    )
-    session.show(page, lambda console: show.executions(console, page))
+        return page, _job_names(client, {str(item.job_id) for item in page.items})
+
+    page, names = session.call(fetch)
+    session.show(page, lambda console: show.executions(console, page, names, now))
+
+
+def _job_names(client: Client, job_ids: set[str]) -> dict[str, str]:
+    """The names of the jobs a page mentions (one read each; a gone job keeps its id)."""
+    from wheel.errors import NotFound
+
+    names = {}
+    for job_id in job_ids:
+        try:
+            names[job_id] = client.get_job(job_id).name
+        except NotFound:
+            continue
+    return names
 
 
 @executions.command("get")

@@ -8,7 +8,7 @@ bypasses all of this (`wheel.client.plain`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Column, Table
 
 from wheel.client.apply import Action
+from wheel.durations import readable
 from wheel.errors import first_line
 from wheel.model.jobs import DstFold, DstGap, Policies, Schedule, ScheduleKind
 
@@ -200,25 +201,56 @@ def execution(console: Console, title: str, item: types.Execution) -> None:
     console.print(table)
 
 
-def executions(console: Console, page: types.Page[types.Execution]) -> None:
+def executions(
+    console: Console,
+    page: types.Page[types.Execution],
+    names: Mapping[str, str] | None = None,
+    now: datetime | None = None,
+) -> None:
+    """A row a run: when, the job's name, status, try, how late it started, how long it took
+    (so far, while it runs), and the error or reason; the id last, whole, for explain."""
+    names = names or {}
     table = Table(
-        _whole("id", (item.id for item in page.items)),
+        _whole("scheduled", (when(item.scheduled_for) for item in page.items)),
+        "job",
         _whole("status", (item.status for item in page.items)),
-        _whole("try", (str(item.attempt) for item in page.items)),
-        _whole("fires at", (when(item.fire_at) for item in page.items)),
+        "try",
+        Column("late", justify="right"),
+        Column("took", justify="right"),
         "detail",
+        _whole("id", (item.id for item in page.items)),
         box=box.SIMPLE_HEAD,
     )
     for item in page.items:
         table.add_row(
-            item.id,
+            when(item.scheduled_for),
+            names.get(str(item.job_id), str(item.job_id)[:8]),
             item.status,
             str(item.attempt),
-            when(item.fire_at),
+            _late(item),
+            _took(item, now),
             first_line(item.error) or item.reason or "",
+            item.id,
         )
     console.print(table)
     _more(console, page.next_page_token)
+
+
+def _late(item: types.Execution) -> str:
+    """How long after its fire instant the attempt started (only once it has)."""
+    if item.started_at is None or item.status in ("pending", "dispatched"):
+        return ""
+    return readable((item.started_at - item.fire_at).total_seconds())
+
+
+def _took(item: types.Execution, now: datetime | None) -> str:
+    if item.started_at is None:
+        return ""
+    if item.finished_at is not None:
+        return readable((item.finished_at - item.started_at).total_seconds())
+    if item.status == "running" and now is not None:
+        return readable((now - item.started_at).total_seconds()) + " so far"
+    return ""
 
 
 def explanation(console: Console, item: types.Explanation) -> None:

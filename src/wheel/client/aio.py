@@ -328,14 +328,17 @@ class AsyncClient:
         scheduled_before: datetime | None = None,
         page_size: int = 0,
         page_token: str = "",
+        oldest_first: bool = False,
     ) -> t.Page[t.Execution]:
-        """One page of executions, filtered by job, statuses and scheduled instant.
+        """One page of executions, filtered by job, statuses and scheduled instant; newest
+        first, or soonest first with `oldest_first` (what is next).
 
-        page = await client.list_executions(job_id=job.id, statuses=["dead", "needs_review"])
+        page = await client.list_executions(job_id="nightly", statuses=["dead", "needs_review"])
         """
         request = requests.list_executions(
-            job_id, statuses, scheduled_after, scheduled_before, page_size
-        )
+            job_id, statuses, scheduled_after, scheduled_before, page_size,
+            oldest_first=oldest_first,
+        )  # fmt: skip
         request.page_token = page_token
         response = await self._transport.call(
             lambda s: s.executions.ListExecutions, request, retry=True
@@ -350,6 +353,7 @@ class AsyncClient:
         scheduled_after: datetime | None = None,
         scheduled_before: datetime | None = None,
         page_size: int = 0,
+        oldest_first: bool = False,
     ) -> AsyncIterator[t.Execution]:
         """Every execution matching the filters, page after page (see `list_executions`)."""
         statuses = tuple(statuses)
@@ -358,6 +362,7 @@ class AsyncClient:
             return self.list_executions(
                 job_id=job_id, statuses=statuses, scheduled_after=scheduled_after,
                 scheduled_before=scheduled_before, page_size=page_size, page_token=token,
+                oldest_first=oldest_first,
             )  # fmt: skip
 
         async for execution in requests.every_page(fetch):

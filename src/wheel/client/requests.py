@@ -72,10 +72,13 @@ def list_executions(
     after: datetime | None,
     before: datetime | None,
     page_size: int,
+    *,
+    oldest_first: bool = False,
 ) -> api.ListExecutionsRequest:
     request = api.ListExecutionsRequest(
-        job_id=str(job_id or ""), statuses=statuses(wanted), page_size=page_size
-    )
+        job_id=str(job_id or ""), statuses=statuses(wanted), page_size=page_size,
+        oldest_first=oldest_first,
+    )  # fmt: skip
     if after is not None:
         request.scheduled_after.CopyFrom(to_timestamp(instant(after, "scheduled_after")))
     if before is not None:

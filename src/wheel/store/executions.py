@@ -20,6 +20,7 @@ from wheel.store.translate import translated
 _BEGINNING = datetime(1, 1, 2, tzinfo=UTC)
 _END = datetime(9999, 1, 1, tzinfo=UTC)
 _MAX_UUID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
+_MIN_UUID = "00000000-0000-0000-0000-000000000000"
 RETRYABLE = (ExecutionStatus.DEAD, ExecutionStatus.NEEDS_REVIEW)
 CANCELLABLE = (ExecutionStatus.PENDING,)
 
@@ -81,29 +82,33 @@ class Executions:
         scheduled_before: datetime | None = None,
         page_size: int = 0,
         page_token: str = "",
+        oldest_first: bool = False,
     ) -> tuple[list[Execution], str]:
-        """A page of executions, newest scheduled first, and the next page's token ('' at end)."""
+        """A page of executions, newest scheduled first (soonest first with `oldest_first`),
+        and the next page's token ('' at the end)."""
         limit = pagination.page_size(page_size)
-        after = pagination.decode(page_token)
+        after = pagination.decode(page_token, oldest_first=oldest_first)
+        start = (_BEGINNING, _MIN_UUID) if oldest_first else (_END, _MAX_UUID)
         params = {
             "tenant_id": tenant_id,
             "job_id": job_id,
             "statuses": [s.value for s in statuses] or None,
             "scheduled_after": scheduled_after or _BEGINNING,
             "scheduled_before": scheduled_before or _END,
-            "after_scheduled_for": after[0] if after else _END,
-            "after_job_id": after[1] if after else _MAX_UUID,
+            "after_scheduled_for": after[0] if after else start[0],
+            "after_job_id": after[1] if after else start[1],
             "limit": limit,
         }
         async with translated(), self._pool.connection() as conn:
             cursor = conn.cursor(row_factory=dict_row)
-            query = sql("list_executions_of_job" if job_id else "list_executions_of_tenant")
+            name = "list_executions_of_job" if job_id else "list_executions_of_tenant"
+            query = sql(f"{name}_oldest_first" if oldest_first else name)
             await cursor.execute(query, params)
             found = [execution_from_row(row) for row in await cursor.fetchall()]
         if len(found) < limit:
             return found, ""
         last = found[-1].key
-        return found, pagination.encode(last.scheduled_for, last.job_id)
+        return found, pagination.encode(last.scheduled_for, last.job_id, oldest_first=oldest_first)
 
     async def get(self, tenant_id: TenantId, key: ExecutionKey) -> Execution:
         """The execution with every attempt, or NotFound (also when it is another tenant's)."""

@@ -30,20 +30,28 @@ def page_size(requested: int) -> int:
     return requested
 
 
-def encode(instant: datetime, ident: uuid.UUID) -> str:
-    raw = json.dumps([instant.isoformat(), str(ident)]).encode()
+_ASCENDING = "asc"
+
+
+def encode(instant: datetime, ident: uuid.UUID, *, oldest_first: bool = False) -> str:
+    """A token for the rows after this key; it remembers the order it was issued in."""
+    key: list[str] = [instant.isoformat(), str(ident)]
+    if oldest_first:
+        key.append(_ASCENDING)
+    raw = json.dumps(key).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode(token: str) -> tuple[datetime, uuid.UUID] | None:
-    """The key a token names; None for the empty token (the first page)."""
+def decode(token: str, *, oldest_first: bool = False) -> tuple[datetime, uuid.UUID] | None:
+    """The key a token names; None for the empty token (the first page). A token from a
+    listing in the other order is refused: its key means the opposite there."""
     if not token:
         return None
     if len(token) > _MAX_TOKEN:
         raise InvalidArgument("page_token", "not a token this server issued")
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        instant_text, ident_text = json.loads(raw)
+        instant_text, ident_text, *order = json.loads(raw)
         instant = datetime.fromisoformat(instant_text)
         ident = uuid.UUID(ident_text)
     except (
@@ -55,6 +63,8 @@ def decode(token: str) -> tuple[datetime, uuid.UUID] | None:
         RecursionError,
     ):
         raise InvalidArgument("page_token", "not a token this server issued") from None
-    if instant.tzinfo is None:
+    if instant.tzinfo is None or order not in ([], [_ASCENDING]):
         raise InvalidArgument("page_token", "not a token this server issued")
+    if bool(order) != oldest_first:
+        raise InvalidArgument("page_token", "from a listing in the other order (oldest_first)")
     return instant, ident

@@ -305,3 +305,31 @@ async def test_the_cluster_at_a_glance_through_the_sdk_and_the_cli(
         assert node.address in shown.output
     finally:
         await executor.stop()
+
+
+async def test_executions_list_shows_what_ran_with_names_and_upcoming_shows_what_is_next(
+    client: AsyncClient, node: SchedulerNode, token: str
+) -> None:
+    job = (await client.create_job("hourly-report", "t", wheel.cron("0 * * * *"))).job
+    end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    await client.backfill_job("hourly-report", end - timedelta(hours=3), end)
+    now = datetime.now(UTC).replace(microsecond=0)
+    later = [(await client.trigger_job("hourly-report", at=now + timedelta(minutes=m))).id
+             for m in (20, 10)]  # fmt: skip
+    upcoming = await client.list_executions(job_id=job.id, scheduled_after=now, oldest_first=True)
+    soonest = [e.scheduled_for for e in upcoming.items]
+    assert soonest == sorted(soonest)
+    assert set(later) <= {e.id for e in upcoming.items}
+    env = {"WHEEL_ENDPOINTS": node.address, "WHEEL_TOKEN": token, "COLUMNS": "250"}
+
+    def run(*args: str) -> str:
+        result = CliRunner().invoke(executions, ["list", *args], env=env)
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    ran = await asyncio.to_thread(run)
+    assert "hourly-report" in ran, "the job's name, not its id"
+    assert not any(ident in ran for ident in later), "the future's runs are not what ran"
+    assert str(end - timedelta(hours=1)).split("+")[0].replace(" ", "T") in ran
+    next_up = await asyncio.to_thread(run, "--upcoming", "--output", "id")
+    assert next_up.splitlines()[0] == upcoming.items[0].id

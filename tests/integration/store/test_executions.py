@@ -154,3 +154,26 @@ async def test_the_database_clock_is_read_between_two_local_readings(store: Stor
     assert [(s.sent_s, s.received_s) for s in samples] == [(100, 101), (102, 103), (104, 105)]
     now_s = datetime.now(UTC).timestamp()
     assert all(abs(s.database_s - now_s) < 60 for s in samples)
+
+
+async def test_oldest_first_pages_through_soonest_first_and_tokens_keep_their_order(
+    store: Store,
+) -> None:
+    owner = await make.tenant(store)
+    job = await make.job(store, owner, partition=2)
+    times = make.minutes(make.soon(), 5)
+    await store.occurrences.insert([make.occurrence(job, t) for t in times])
+    for of_job in (None, job.id):
+        seen: list[datetime] = []
+        token = ""
+        while True:
+            page, token = await store.executions.list(
+                owner.id, job_id=of_job, page_size=2, page_token=token, oldest_first=True
+            )
+            seen.extend(e.key.scheduled_for for e in page)
+            if not token:
+                break
+        assert seen == times, "soonest first, every run once"
+    _, newest_token = await store.executions.list(owner.id, page_size=2)
+    with pytest.raises(InvalidArgument, match="other order"):
+        await store.executions.list(owner.id, page_token=newest_token, oldest_first=True)

@@ -65,6 +65,7 @@ class ExecutionsApi:
             scheduled_before=before,
             page_size=request.page_size,
             page_token=request.page_token,
+            oldest_first=request.oldest_first,
         )
         listed = [convert.execution_to(e) for e in found]
         for message in listed:

@@ -23,6 +23,7 @@ from wheel.api import convert
 from wheel.api.server.served import ServedView
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout, decode
+from wheel.durations import readable
 from wheel.errors import NotFound, first_line
 from wheel.model.executions import Execution, ExecutionStatus, Trigger
 from wheel.model.ids import ExecutionKey, TenantId
@@ -127,8 +128,8 @@ class Explainer:
         if execution.status is ExecutionStatus.SUCCEEDED:
             late = ""
             if execution.started_at is not None:
-                ms = (execution.started_at - execution.fire_at) / timedelta(milliseconds=1)
-                late = f", started {ms:.1f} ms after its instant"
+                after_s = (execution.started_at - execution.fire_at).total_seconds()
+                late = f", started {readable(after_s)} after its instant"
             _step(
                 result,
                 execution.finished_at,

@@ -227,20 +227,22 @@ class ExplanationStep(_message.Message):
     def __init__(self, at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., what: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
 
 class ListExecutionsRequest(_message.Message):
-    __slots__ = ("job_id", "statuses", "scheduled_after", "scheduled_before", "page_size", "page_token")
+    __slots__ = ("job_id", "statuses", "scheduled_after", "scheduled_before", "page_size", "page_token", "oldest_first")
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     STATUSES_FIELD_NUMBER: _ClassVar[int]
     SCHEDULED_AFTER_FIELD_NUMBER: _ClassVar[int]
     SCHEDULED_BEFORE_FIELD_NUMBER: _ClassVar[int]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    OLDEST_FIRST_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     statuses: _containers.RepeatedScalarFieldContainer[_common_pb2.ExecutionStatus]
     scheduled_after: _timestamp_pb2.Timestamp
     scheduled_before: _timestamp_pb2.Timestamp
     page_size: int
     page_token: str
-    def __init__(self, job_id: _Optional[str] = ..., statuses: _Optional[_Iterable[_Union[_common_pb2.ExecutionStatus, str]]] = ..., scheduled_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scheduled_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    oldest_first: bool
+    def __init__(self, job_id: _Optional[str] = ..., statuses: _Optional[_Iterable[_Union[_common_pb2.ExecutionStatus, str]]] = ..., scheduled_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., scheduled_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., oldest_first: _Optional[bool] = ...) -> None: ...
 
 class ListExecutionsResponse(_message.Message):
     __slots__ = ("executions", "next_page_token")
