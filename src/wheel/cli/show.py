@@ -47,6 +47,13 @@ def span(delta: timedelta) -> str:
     return "".join(parts)
 
 
+def last_run(run: types.LastRun | None) -> str:
+    """'succeeded (2027-01-05T09:00:00Z)', with the instant it was scheduled for; or '-'."""
+    if run is None:
+        return "-"
+    return f"{run.status} ({when(run.scheduled_for)})"
+
+
 def describe_schedule(schedule: Schedule) -> str:
     if schedule.kind is ScheduleKind.NOW:
         return "now"
@@ -108,6 +115,8 @@ def job(console: Console, title: str, item: types.Job) -> None:
             ("schedule", describe_schedule(item.schedule)),
             ("policies", describe_policies(item.policies)),
             ("payload", _payload(item.payload)),
+            ("last run", last_run(item.last_run)),
+            ("next run", when(item.next_run_at) if item.next_run_at else "-"),
             ("created", when(item.created_at)),
             ("updated", when(item.updated_at)),
             *(("warning", warning) for warning in item.warnings),
@@ -123,6 +132,8 @@ def jobs(console: Console, page: types.Page[types.Job]) -> None:
         "status",
         "version",
         "schedule",
+        "last run",
+        "next run",
         box=box.SIMPLE_HEAD,
     )
     for item in page.items:
@@ -133,6 +144,8 @@ def jobs(console: Console, page: types.Page[types.Job]) -> None:
             item.status,
             str(item.version),
             describe_schedule(item.schedule),
+            last_run(item.last_run),
+            when(item.next_run_at) if item.next_run_at else "-",
         )
     console.print(table)
     _more(console, page.next_page_token)

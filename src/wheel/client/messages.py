@@ -84,6 +84,17 @@ def job(message: pb.Job) -> t.Job:
         created_at=to_datetime(message.created_at),
         updated_at=to_datetime(message.updated_at),
         warnings=tuple(message.warnings),
+        last_run=(
+            t.LastRun(
+                execution_id=ExecutionId(message.last_run.execution_id),
+                status=_lookup(EXECUTION_STATUS_FROM, message.last_run.status, "job.last_run"),
+                scheduled_for=to_datetime(message.last_run.scheduled_for),
+                finished_at=_optional_time(message.last_run, "finished_at"),
+            )
+            if message.HasField("last_run")
+            else None
+        ),
+        next_run_at=_optional_time(message, "next_run_at"),
     )
 
 

@@ -24,6 +24,17 @@ T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
+class LastRun:
+    """A job's latest run that is not pending."""
+
+    execution_id: ExecutionId
+    status: ExecutionStatus
+    scheduled_for: datetime
+    finished_at: datetime | None
+    """None while it runs, or when it never started (skipped)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Job:
     """A job as the server holds it: its definition, status and version.
 
@@ -45,6 +56,10 @@ class Job:
     updated_at: datetime
     warnings: tuple[str, ...] = ()
     """What may keep its runs from running now (e.g. no executor serves its task type)."""
+    last_run: LastRun | None = None
+    """Its latest run that is not pending (ran, runs now, or was skipped), if any."""
+    next_run_at: datetime | None = None
+    """When it fires next (None: paused, deleted, or nothing is left of its schedule)."""
 
     @property
     def spec(self) -> JobSpec:

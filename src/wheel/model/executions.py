@@ -145,6 +145,15 @@ class AttemptResult:
 
 
 @dataclass(frozen=True, slots=True)
+class LastRun:
+    """A job's latest run that is not pending: what a list of jobs shows as its last run."""
+
+    key: ExecutionKey
+    status: ExecutionStatus
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
 class Recorded:
     """A result the store accepted, and the state it decided."""
 

@@ -10,7 +10,14 @@ from typing import Any, NamedTuple
 from psycopg.rows import dict_row
 
 from wheel.errors import InvalidTransition, NotFound
-from wheel.model.executions import Attempt, Execution, ExecutionStatus, Outcome, Trigger
+from wheel.model.executions import (
+    Attempt,
+    Execution,
+    ExecutionStatus,
+    LastRun,
+    Outcome,
+    Trigger,
+)
 from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId
 from wheel.store import pagination
 from wheel.store.pool import Pool
@@ -200,3 +207,22 @@ class Executions:
         async with translated(), self._pool.connection() as conn:
             cursor = await conn.execute(sql("recent_executions"), params)
             return [RecentExecution(*record) for record in await cursor.fetchall()]
+
+    async def last_runs(self, job_ids: Collection[JobId], now: datetime) -> dict[JobId, LastRun]:
+        """Each job's latest run scheduled by `now` that is not pending (jobs already scoped
+        to the caller's tenant: the ids come from its own listing)."""
+        if not job_ids:
+            return {}
+        params = {"job_ids": list(job_ids), "now": now}
+        async with translated(), self._pool.connection() as conn:
+            cursor = conn.cursor(row_factory=dict_row)
+            await cursor.execute(sql("last_runs"), params)
+            rows = await cursor.fetchall()
+        return {
+            JobId(row["job_id"]): LastRun(
+                ExecutionKey(JobId(row["job_id"]), row["scheduled_for"]),
+                ExecutionStatus(row["status"]),
+                row["finished_at"],
+            )
+            for row in rows
+        }

@@ -333,3 +333,38 @@ async def test_executions_list_shows_what_ran_with_names_and_upcoming_shows_what
     assert str(end - timedelta(hours=1)).split("+")[0].replace(" ", "T") in ran
     next_up = await asyncio.to_thread(run, "--upcoming", "--output", "id")
     assert next_up.splitlines()[0] == upcoming.items[0].id
+
+
+async def test_a_job_shows_its_last_run_and_when_it_runs_next(
+    client: AsyncClient, store: Store, node: SchedulerNode, token: str
+) -> None:
+    now = datetime.now(UTC)
+    job = (await client.create_job("every-hour", "t", wheel.cron("0 * * * *"))).job
+    assert job.last_run is None
+    next_hour = job.next_run_at
+    assert next_hour is not None
+    assert (next_hour.minute, next_hour.second) == (0, 0)
+    assert now < next_hour <= now + timedelta(hours=1, seconds=5), "the next whole hour"
+    end = now.replace(minute=0, second=0, microsecond=0)
+    made = await client.backfill_job("every-hour", end - timedelta(hours=2), end)
+    assert (await client.get_job("every-hour")).last_run is None, "pending runs have not run"
+    async with store.pool.connection() as conn:  # as the recorder would, for the earlier one
+        await conn.execute(
+            "UPDATE executions SET status = 'succeeded', started_at = now(), finished_at = now()"
+            " WHERE job_id = %s AND scheduled_for = %s",
+            (job.id, end - timedelta(hours=2)),
+        )
+    got = await client.get_job("every-hour")
+    assert got.last_run is not None
+    assert (got.last_run.execution_id, got.last_run.status) == (made.created_ids[0], "succeeded")
+    assert got.last_run.finished_at is not None
+    listed = [j async for j in client.jobs() if j.name == "every-hour"]
+    assert (listed[0].last_run, listed[0].next_run_at) == (got.last_run, next_hour)
+    paused = await client.pause_job("every-hour")
+    assert (await client.get_job(paused.id)).next_run_at is None, "paused: nothing is next"
+    at = (now + timedelta(hours=3)).replace(microsecond=0)
+    once = (await client.create_job("once-later", "t", wheel.at(at))).job
+    assert once.next_run_at == at
+    env = {"WHEEL_ENDPOINTS": node.address, "WHEEL_TOKEN": token, "COLUMNS": "250"}
+    shown = await asyncio.to_thread(CliRunner().invoke, jobs, ["list"], env=env)
+    assert "succeeded (" in shown.output

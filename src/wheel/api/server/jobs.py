@@ -33,6 +33,7 @@ from wheel.model.ids import ExecutionKey, JobId, TenantId
 from wheel.model.jobs import Job, JobStatus, ScheduleKind
 from wheel.schedule import SchedulePlan, compile_schedule, preview
 from wheel.store import Store
+from wheel.timestamps import to_timestamp
 
 DEFAULT_PREVIEW = 5
 MAX_PREVIEW = 100
@@ -164,7 +165,7 @@ class JobsApi:
                 raise
             field = f"jobs[{named[0]}].{convert.field_as_sent(named[1])}"
             raise InvalidArgument(field, exc.reason) from None
-        jobs = await self._jobs_to([r.job for r in registered.registered])
+        jobs = await self._jobs_to([r.job for r in registered.registered], runs=False)
         for message in jobs:
             message.ClearField("payload")  # the caller has it: the answer stays small
         existed = [i for i, r in enumerate(registered.registered) if r.job.id in registered.existed]
@@ -182,9 +183,12 @@ class JobsApi:
             warnings=list(message.warnings),
         )
 
-    async def _jobs_to(self, jobs: list[Job]) -> list[pb.Job]:
-        """Jobs as messages, each with what may keep its runs from running now."""
+    async def _jobs_to(self, jobs: list[Job], *, runs: bool = True) -> list[pb.Job]:
+        """Jobs as messages, each with what may keep its runs from running now, and (with
+        `runs`) its last run and when it runs next: one statement for the page."""
         messages = [convert.job_to(job) for job in jobs]
+        if runs:
+            await self._add_runs(jobs, messages)
         served = await self._served_now()
         if served is not None:
             for job, message in zip(jobs, messages, strict=True):
@@ -194,6 +198,28 @@ class JobsApi:
                 if warning is not None:
                     message.warnings.append(warning)
         return messages
+
+    async def _add_runs(self, jobs: list[Job], messages: list[pb.Job]) -> None:
+        now = self._clock()
+        last = await self._store.executions.last_runs([job.id for job in jobs], now)
+        for job, message in zip(jobs, messages, strict=True):
+            ran = last.get(job.id)
+            if ran is not None:
+                message.last_run.execution_id = ran.key.id
+                message.last_run.status = convert.EXECUTION_STATUS[ran.status]
+                message.last_run.scheduled_for.CopyFrom(to_timestamp(ran.key.scheduled_for))
+                if ran.finished_at is not None:
+                    message.last_run.finished_at.CopyFrom(to_timestamp(ran.finished_at))
+            if job.status is not JobStatus.ACTIVE:
+                continue
+            plan = compile_schedule(job.spec.schedule, job.id, now=job.created_at)
+            if plan.one_off is not None:
+                if ran is None:  # a one-off runs once: next, until it has
+                    message.next_run_at.CopyFrom(to_timestamp(plan.fire_at(plan.one_off)))
+                continue
+            upcoming = preview(plan, now, 1)
+            if upcoming:
+                message.next_run_at.CopyFrom(to_timestamp(upcoming[0].fire_at))
 
     async def _served_now(self) -> Served | None:
         if self._served is None:
