@@ -179,6 +179,24 @@ def test_make_dev_runs_the_examples_and_ctrl_c_leaves_no_process() -> None:
                 ).fetchall()
             assert rows == [(1, "failed"), (2, "failed"), (3, "failed")]
 
+            # Your own executor, as the banner says to start it: dev.json has its token.
+            yours = re.search(r"^  export (WHEEL_ETCD_ENDPOINT=.*)$", banner, re.MULTILINE)
+            assert yours is not None, banner
+            settings = dict(item.split("=", 1) for item in yours.group(1).split())
+            assert settings["WHEEL_EXECUTOR_TOKEN"] == state["executor_token"]
+            assert settings["WHEEL_CLUSTER"] == "dev"
+            mine = subprocess.Popen(
+                [WHEEL, "executor", "--tasks", "wheel.dev.tasks", "--executor-id", "mine"],
+                env={**os.environ, **settings}, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            try:
+                streams = _until_streaming(exported, "mine", within_s=30)
+                assert len(streams) == 3, "it streams to every node"
+            finally:
+                mine.terminate()
+                assert mine.wait(timeout=30) == 0
+
             # The README's tour, as written there, against this cluster.
             cli, sdk = run_tour(exported)
             assert "DEAD: failed all 3 attempts" in cli
@@ -204,3 +222,19 @@ def test_make_dev_runs_the_examples_and_ctrl_c_leaves_no_process() -> None:
         assert wait_for_exit(pid, timeout_s=10), f"process {pid} outlived make dev"
     assert _processes_using(data_dir) == []
     shutil.rmtree(data_dir.parent)
+
+
+def _until_streaming(env: dict[str, str], executor_id: str, within_s: float) -> list[object]:
+    """The executor's streams as `wheel executors` lists them, once it has some."""
+    deadline = time.monotonic() + within_s
+    while True:
+        listed = subprocess.run(
+            [WHEEL, "executors", "--output", "json"],
+            env={**os.environ, **env}, capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert listed.returncode == 0, listed.stderr
+        found = [e for e in json.loads(listed.stdout) if e["executor_id"] == executor_id]
+        if found and len(found[0]["links"]) == 3:
+            return list(found[0]["links"])
+        assert time.monotonic() < deadline, f"{executor_id} never streamed: {listed.stdout}"
+        time.sleep(0.5)  # the nodes publish their executors about once a second

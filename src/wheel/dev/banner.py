@@ -86,6 +86,11 @@ def banner(cluster: DevCluster) -> str:
         '  client.create_job("report", "example.hello", '
         'wheel.cron("*/5 * * * *", "Europe/London"))',
         "",
+        "your own tasks, in another executor (dev.json holds its token, for this run):",
+        f"  export WHEEL_ETCD_ENDPOINT={etcd.endpoint} WHEEL_CLUSTER={cluster.name} "
+        f"WHEEL_EXECUTOR_TOKEN={cluster.your_executor_token}",
+        f"  {wheel} executor --tasks myapp.tasks --executor-id mine",
+        "",
         "inside:",
         f"  {etcd_binary('etcdctl')} --endpoints {etcd.endpoint} "
         f"get --prefix /wheel/{cluster.name}/",

@@ -37,6 +37,7 @@ from wheel.coordinator.ownership import partition_count
 from wheel.dev import examples as dev_examples
 from wheel.dev.banner import banner
 from wheel.dev.config import DevConfig, previous_token, write_state
+from wheel.dev.lock import DataDirLock
 from wheel.dev.output import say
 from wheel.dev.processes import (
     Child,
@@ -62,6 +63,7 @@ from wheel.store.migrate import migrate as migrate_schema
 DATABASE = "wheel"
 CLUSTER = "dev"
 EXECUTOR_ID = "dev-executor"
+YOUR_EXECUTORS = "wheel dev: your executors"
 TASKS = "wheel.dev.tasks"
 DEFAULT_API_PORT = 7070
 DEFAULT_METRICS_PORT = 9100
@@ -87,6 +89,9 @@ class DevCluster:
     token_is_new: bool = False
     executor_token: str = field(default="", repr=False)
     executor_token_id: uuid.UUID | None = None
+    your_executor_token: str = field(default="", repr=False)
+    """For the reader's own `wheel executor`s: any executor id, this run only."""
+    your_executor_token_id: uuid.UUID | None = None
     examples_made: list[JobSpec] = field(default_factory=list)
 
     @property
@@ -124,6 +129,11 @@ class DevCluster:
             # each start, handed over in its environment, never written down.
             info, self.executor_token = await store.tenants.create_executor_token(EXECUTOR_ID)
             self.executor_token_id = info.id
+            # And one for the reader's own executors (any id): in dev.json, for this run.
+            yours, self.your_executor_token = await store.tenants.create_executor_token(
+                YOUR_EXECUTORS, executor_ids=("*",)
+            )
+            self.your_executor_token_id = yours.id
             self.spawn()
             write_state(config.state_path, self.state())
             await self.wait_ready()
@@ -214,13 +224,15 @@ class DevCluster:
         await self._revoke_executor_token()
 
     async def _revoke_executor_token(self) -> None:
-        """This run's executor token dies with it (each start makes a new one)."""
-        if self.executor_token_id is None:
+        """This run's executor tokens die with it (each start makes new ones)."""
+        tokens = [t for t in (self.executor_token_id, self.your_executor_token_id) if t]
+        if not tokens:
             return
         try:
             store = await Store.open(self.dsn, min_size=1, max_size=1)
             try:
-                await store.tenants.revoke_token(self.executor_token_id)
+                for token_id in tokens:
+                    await store.tenants.revoke_token(token_id)
             finally:
                 await store.close()
         except WheelError as exc:  # Postgres already gone: the token stays, unused
@@ -239,6 +251,7 @@ class DevCluster:
             "executor": self.executor.describe() if self.executor else None,
             "tenant": {"name": dev_examples.TENANT, "id": str(self.tenant)},
             "token": self.token,
+            "executor_token": self.your_executor_token,
         }
 
 
@@ -266,6 +279,8 @@ def _report(stopped: list[Stopped]) -> None:
 
 async def run(config: DevConfig) -> None:
     """`wheel dev` from start to stop: etcd, Postgres, migrations, the cluster, the view."""
+    lock = DataDirLock(config.data_dir)
+    lock.acquire()  # before anything starts: a second `wheel dev` here says so at once
     signals = StopSignals()
     try:
         # Blocking on purpose: etcd and Postgres start on the main thread, which they
@@ -288,6 +303,7 @@ async def run(config: DevConfig) -> None:
             say("wheel dev: stopping postgres and etcd")
     finally:
         signals.remove()
+        lock.release()
 
 
 async def prepare_database(services: LocalServices) -> str:
