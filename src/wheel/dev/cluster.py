@@ -216,6 +216,12 @@ class DevCluster:
                 lines.append(f"wheel dev: {child.name} {ended} (log: {child.log_path})")
         return lines
 
+    def up(self) -> str:
+        """What runs now, for the view's summary: '3/3 nodes, executor up'."""
+        nodes = sum(1 for node in self.nodes if node.exit_code is None)
+        executor = self.executor is not None and self.executor.exit_code is None
+        return f"{nodes}/{len(self.nodes)} nodes, executor {'up' if executor else 'down'}"
+
     async def stop(self, hurry: asyncio.Event) -> None:
         """The executor drains, then the nodes hand their partitions over."""
         if self.executor is not None:
@@ -329,7 +335,7 @@ async def serve(config: DevConfig, services: LocalServices, dsn: str, signals: S
             say("wheel dev: ready")
             assert cluster.tenant is not None
             view = LiveView(dsn, cluster.tenant, tty=config.table_view(sys.stdout.isatty()),
-                            notices=cluster.exits)  # fmt: skip
+                            notices=cluster.exits, children=cluster.up)  # fmt: skip
             tasks.append(asyncio.create_task(view.run()))
             await _first(tasks[-1], signals.first)
             if tasks[-1].done():

@@ -26,11 +26,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
 from wheel.dev.output import say
+from wheel.durations import readable
 from wheel.errors import StoreError
 from wheel.model.ids import ExecutionKey, JobId, TenantId
 from wheel.store import Store
@@ -55,6 +57,7 @@ _STYLES = {
     "skipped": "magenta",
     "needs_review": "bold red",
     "cancelled": "dim",
+    "paused": "dim magenta",
 }
 _STARTED = ("running", "succeeded", "dead", "needs_review")
 """Statuses whose started_at belongs to the attempt at fire_at (a retry's does not)."""
@@ -75,14 +78,25 @@ class ExecutionRow:
     started_at: datetime | None
     note: str | None
     """The last error, or why it was skipped or cancelled."""
+    finished_at: datetime | None = None
 
     @classmethod
     def from_record(cls, record: Sequence[Any]) -> ExecutionRow:
         name, job_id, scheduled_for, fire_at, status, attempt, max_attempts, *rest = record
-        executor_id, started_at, note = rest
+        executor_id, started_at, note, *more = rest
+        finished_at, job_status = more or (None, "active")
+        if status == "pending" and job_status == "paused":
+            status = "paused"  # it waits for its job to be resumed, not for an executor
         key = ExecutionKey(JobId(uuid.UUID(str(job_id))), scheduled_for)
         return cls(name, key.id, key.scheduled_for, fire_at, status, attempt, max_attempts,
-                   executor_id, started_at, note)  # fmt: skip
+                   executor_id, started_at, note, finished_at)  # fmt: skip
+
+    @property
+    def took(self) -> timedelta | None:
+        """finished_at - started_at, once the attempt has finished."""
+        if self.started_at is None or self.finished_at is None or self.status not in _STARTED:
+            return None
+        return self.finished_at - self.started_at
 
     @property
     def lateness(self) -> timedelta | None:
@@ -137,17 +151,28 @@ WIDE = 210
 """Console width from which the table shows the whole execution id (else none)."""
 MEDIUM = 145
 """Console width from which it shows the executor and the error."""
+ROOMY = 100
+"""Console width from which it shows the attempt (below: 80 columns fit)."""
+RATE_WINDOW = timedelta(seconds=10)
+"""The summary's runs/s counts the runs that finished this long before."""
+
+
+def format_took(took: timedelta | None) -> str:
+    return "-" if took is None else readable(took.total_seconds())
 
 
 def table(rows: Iterable[ExecutionRow], title: str, width: int = WIDE) -> Table:
-    """The terminal view's table; narrower consoles get fewer columns, never squeezed ones."""
-    medium, wide = width >= MEDIUM, width >= WIDE
-    view = Table(title=title, title_justify="left")
-    view.add_column("scheduled (UTC)", no_wrap=True, min_width=13)
-    view.add_column("job", no_wrap=True, max_width=24)
+    """The terminal view's table; narrower consoles get fewer columns, never squeezed ones
+    (at 80 columns: when, job, status, late, took)."""
+    roomy, medium, wide = width >= ROOMY, width >= MEDIUM, width >= WIDE
+    view = Table(title=title, title_justify="left", box=box.SIMPLE if not roomy else box.HEAVY_HEAD)
+    view.add_column("scheduled (UTC)" if roomy else "UTC", no_wrap=True, min_width=13)
+    view.add_column("job", no_wrap=True, max_width=24 if roomy else 16)
     view.add_column("status", no_wrap=True, min_width=12)
-    view.add_column("attempt", justify="right", no_wrap=True)
+    if roomy:
+        view.add_column("attempt", justify="right", no_wrap=True)
     view.add_column("late", justify="right", no_wrap=True, min_width=7)
+    view.add_column("took", justify="right", no_wrap=True, min_width=7)
     if medium:
         view.add_column("executor", no_wrap=True, max_width=20)
     if wide:
@@ -159,9 +184,10 @@ def table(rows: Iterable[ExecutionRow], title: str, width: int = WIDE) -> Table:
             format_instant(row.scheduled_for),
             row.job_name,
             f"[{_STYLES.get(row.status, '')}]{row.status}[/]",
-            f"{row.attempt}/{row.max_attempts}",
-            format_lateness(row.lateness),
         ]
+        if roomy:
+            cells.append(f"{row.attempt}/{row.max_attempts}")
+        cells += [format_lateness(row.lateness), format_took(row.took)]
         if medium:
             cells.append(row.executor_id or "-")
         if wide:
@@ -170,6 +196,25 @@ def table(rows: Iterable[ExecutionRow], title: str, width: int = WIDE) -> Table:
             cells.append(_one_line(row.note, 80) if row.note and row.status != "succeeded" else "")
         view.add_row(*cells)
     return view
+
+
+def summary(rows: Sequence[ExecutionRow], now: datetime, children: str = "") -> str:
+    """One line over the table: processes, runs a second lately, failures, what waits.
+
+    Counted over the rows read (the window the view shows): runs/s over the last
+    RATE_WINDOW, failures as dead or needs review, waiting as due and not started.
+    """
+    recent = now - RATE_WINDOW
+    done = sum(1 for r in rows if r.finished_at is not None and r.finished_at >= recent)
+    failed = sum(1 for r in rows if r.status in ("dead", "needs_review"))
+    waiting = sum(1 for r in rows if r.status in ("pending", "dispatched") and r.fire_at <= now)
+    paused = sum(1 for r in rows if r.status == "paused")
+    parts = [children] if children else []
+    parts += [f"{done / RATE_WINDOW.total_seconds():.1f} runs/s", f"{failed} failed",
+              f"{waiting} waiting"]  # fmt: skip
+    if paused:
+        parts.append(f"{paused} paused")
+    return " | ".join(parts)
 
 
 class Changes:
@@ -203,12 +248,15 @@ class LiveView:
         *,
         tty: bool,
         notices: Callable[[], list[str]] = list,
+        children: Callable[[], str] = str,
         console: Console | None = None,
     ) -> None:
         self._dsn = dsn
         self._tenant = tenant
         self._tty = tty
         self._notices = notices
+        self._children = children
+        """What runs: e.g. '3 nodes, 1 executor up'."""
         self._console = console or Console()
         self._store: Store | None = None
         self._failing = False
@@ -232,7 +280,8 @@ class LiveView:
                 fit = max(3, min(TABLE_ROWS, console.height - 7))
                 rows = await self._poll(since, fit, live.console.print)
                 if rows is not None:
-                    live.update(table(rows, title, console.width), refresh=True)
+                    heading = f"{title}\n{summary(rows, datetime.now(UTC), self._children())}"
+                    live.update(table(rows, heading, console.width), refresh=True)
                 for notice in self._notices():
                     live.console.print(notice)
                 await asyncio.sleep(REFRESH_S)  # the refresh period: Postgres publishes nothing

@@ -71,6 +71,9 @@ class RecentExecution(NamedTuple):
     started_at: datetime | None
     note: str | None
     """The last error, or why it was skipped or cancelled."""
+    finished_at: datetime | None
+    job_status: str
+    """The job's: 'paused' makes its pending runs wait."""
 
 
 class Executions:

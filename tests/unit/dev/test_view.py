@@ -10,7 +10,17 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from rich.console import Console
 
-from wheel.dev.view import MEDIUM, WIDE, Changes, ExecutionRow, format_lateness, format_line, table
+from wheel.dev.view import (
+    MEDIUM,
+    ROOMY,
+    WIDE,
+    Changes,
+    ExecutionRow,
+    format_lateness,
+    format_line,
+    summary,
+    table,
+)
 
 JOB = uuid.UUID("60c3e47d-76da-4caf-afc3-070ee324a54e")
 AT = datetime(2025, 3, 30, 0, 59, 58, 250000, tzinfo=UTC)
@@ -99,7 +109,7 @@ def _render(width: int) -> str:
     return out.getvalue()
 
 
-@pytest.mark.parametrize("width", [90, MEDIUM, WIDE])
+@pytest.mark.parametrize("width", [80, 90, ROOMY, MEDIUM, WIDE])
 def test_the_table_fits_its_console(width: int) -> None:
     rendered = _render(width)
     assert max(len(line) for line in rendered.splitlines()) <= width
@@ -108,3 +118,34 @@ def test_the_table_fits_its_console(width: int) -> None:
     assert ("RuntimeError: boom" in rendered) == (width >= MEDIUM)
     assert (f"{JOB}@20250330T005958.250000Z" in rendered) == (width >= WIDE)
     assert "Traceback" not in rendered
+
+
+def test_at_80_columns_a_row_says_when_what_status_how_late_and_how_long() -> None:
+    finished = row(finished_at=AT + timedelta(seconds=26, milliseconds=702))
+    console = Console(file=io.StringIO(), width=80, color_system=None)
+    console.print(table([finished], "title", 80))
+    rendered = console.file.getvalue()  # type: ignore[attr-defined]
+    assert max(len(line) for line in rendered.splitlines()) <= 80
+    assert "25.7 s" in rendered, "took: from start to finish, as people read it"
+    assert "+2ms" in rendered
+
+
+def test_a_paused_jobs_pending_run_shows_as_paused() -> None:
+    record = ("hello", JOB, AT, AT, "pending", 0, 3, None, None, None, None, "paused")
+    assert ExecutionRow.from_record(record).status == "paused"
+    running = ("hello", JOB, AT, AT, "running", 1, 3, "ex", AT, None, None, "paused")
+    assert ExecutionRow.from_record(running).status == "running", "a run under way runs on"
+
+
+def test_the_summary_counts_runs_a_second_failures_and_what_waits() -> None:
+    now = AT + timedelta(minutes=1)
+    rows = [
+        *(row(finished_at=now - timedelta(seconds=s)) for s in (1, 2, 3, 4, 30)),
+        row(status="dead"),
+        row(status="pending", fire_at=now - timedelta(seconds=5), started_at=None),
+        row(status="pending", fire_at=now + timedelta(minutes=5), started_at=None),
+        row(status="paused", started_at=None),
+    ]
+    assert summary(rows, now, "3/3 nodes, executor up") == (
+        "3/3 nodes, executor up | 0.4 runs/s | 1 failed | 1 waiting | 1 paused"
+    )
