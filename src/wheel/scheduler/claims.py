@@ -229,6 +229,7 @@ class Claims:
                     overlapped.append(displaced)
             else:
                 self._stats.skipped_overlap += 1
+                self._observer.skipped("overlap", 1)
                 self._forget(item.key)
         answered = {c.key for c in outcome.claimed} | {u.key for u in outcome.unclaimed}
         for item, _ in batch:
@@ -236,6 +237,7 @@ class Claims:
                 self._forget(item.key)  # not claimable: paused, edited, or not ours any more
         if overlapped:
             self._stats.skipped_overlap += len(overlapped)
+            self._observer.skipped("overlap", len(overlapped))
             try:
                 await self._occurrences.skip(
                     [item.key for item in overlapped], _OVERLAP_SKIP_REASON

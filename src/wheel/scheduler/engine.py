@@ -130,6 +130,11 @@ class Engine:
         """The engine's clock as an instant (what the loader and materialiser read too)."""
         return datetime.fromtimestamp(self._clock.wall_ms() / 1000, UTC)
 
+    def misfired(self, count: int) -> None:
+        """The loader's misfire rule recorded `count` runs skipped."""
+        if count:
+            self._observer.skipped("misfire", count)
+
     def _now_s(self) -> float:
         """Monotonic seconds, for breakers, retries and leases kept here."""
         return self._clock.monotonic_ms() / 1000

@@ -8,6 +8,7 @@ from an engine snapshot at scrape time, so nothing is kept twice.
     wheel_firing_lateness_seconds     histogram  dispatch time minus the instant (0 when ahead)
     wheel_executions_total{outcome}   counter    attempts recorded, by outcome
     wheel_refused_reports_total{kind,reason}  counter  results/heartbeats refused
+    wheel_executions_skipped_total{reason}    counter  runs skipped: overlap, misfire
     wheel_unserved{task_type}         gauge      due runs no connected executor serves
     wheel_claim_batch_size            histogram  occurrences per claim statement
     wheel_claim_seconds               histogram  claim statement latency
@@ -68,6 +69,13 @@ class NodeMetrics:
             ["kind", "reason"],
             registry=r,
         )
+        self.skipped_runs = CounterMetric(
+            "wheel_executions_skipped",
+            "Runs recorded skipped, by reason: overlap (the job's overlap policy) or misfire "
+            "(missed past its grace while no node owned it).",
+            ["reason"],
+            registry=r,
+        )
         self.claim_size = Histogram("wheel_claim_batch_size", "Occurrences per claim.",
                                     buckets=_SIZE_BUCKETS, registry=r)  # fmt: skip
         self.claim_seconds = Histogram("wheel_claim_seconds", "Claim statement latency.",
@@ -100,6 +108,9 @@ class NodeMetrics:
 
     def execution_finished(self, status: ExecutionStatus) -> None:
         self.finished.labels(status.value).inc()
+
+    def skipped(self, reason: str, count: int) -> None:
+        self.skipped_runs.labels(reason).inc(count)
 
     def watch(
         self,

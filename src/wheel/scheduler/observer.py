@@ -57,6 +57,9 @@ class EngineObserver(Protocol):
 
     def execution_finished(self, status: ExecutionStatus) -> None: ...
 
+    def skipped(self, reason: str, count: int) -> None:
+        """Runs recorded skipped: 'overlap' (the job's policy) or 'misfire' (missed)."""
+
 
 class NoObserver:
     """The default observer: every event is dropped."""
@@ -77,6 +80,9 @@ class NoObserver:
         pass
 
     def execution_finished(self, status: ExecutionStatus) -> None:
+        pass
+
+    def skipped(self, reason: str, count: int) -> None:
         pass
 
 

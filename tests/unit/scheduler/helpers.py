@@ -4,6 +4,7 @@ collaborator; the statements themselves are tested against Postgres)."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -13,6 +14,7 @@ from typing import Any, cast
 from wheel.model.executions import (
     AttemptResult,
     Claimed,
+    ClaimState,
     DueOccurrence,
     ExecutionStatus,
     Fenced,
@@ -97,6 +99,10 @@ class MemoryOccurrences:
     recorded: list[AttemptResult] = field(default_factory=list)
     fences: dict[ExecutionKey, int] = field(default_factory=dict)
     due: dict[ExecutionKey, DueOccurrence] = field(default_factory=dict)
+    answers: dict[ExecutionKey, ClaimState] = field(default_factory=dict)
+    """Keys the claim sees and does not take, and why (the rest it claims)."""
+    asked: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set by every claim."""
 
     async def claim_batch(
         self,
@@ -109,8 +115,11 @@ class MemoryOccurrences:
         tenant_ids: Collection[TenantId] | None = None,
     ) -> ClaimOutcome:
         self.claims.append(list(keys))
+        self.asked.set()
         claimed = []
-        for key in keys:
+        unclaimed = [Unclaimed(k, self.answers[k], self.due[k].fire_at)
+                     for k in keys if k in self.answers]  # fmt: skip
+        for key in (k for k in keys if k not in self.answers):
             fence = self.fences[key] = self.fences.get(key, 0) + 1
             due = self.due[key]
             claimed.append(
@@ -130,7 +139,7 @@ class MemoryOccurrences:
                     fire_at=due.fire_at,
                 )
             )
-        return ClaimOutcome(claimed, cast(list[Unclaimed], []))
+        return ClaimOutcome(claimed, unclaimed)
 
     async def record_results(self, results: Iterable[AttemptResult]) -> RecordOutcome:
         recorded = []
@@ -172,7 +181,35 @@ class Bench:
         return datetime.fromtimestamp(self.clock.wall_ms() / 1000, UTC)
 
 
-def bench(**settings: Any) -> Bench:
+@dataclass
+class Heard:
+    """An observer that keeps what it hears (the metrics' seat)."""
+
+    events: list[tuple[str, object]] = field(default_factory=list)
+
+    def claimed(self, seconds: float, size: int) -> None:
+        self.events.append(("claimed", size))
+
+    def recorded(self, seconds: float, size: int) -> None:
+        self.events.append(("recorded", size))
+
+    def dispatched(self, lateness_s: float) -> None:
+        self.events.append(("dispatched", lateness_s))
+
+    def refused(self, kind: str, reason: str, count: int) -> None:
+        self.events.append(("refused", (kind, reason, count)))
+
+    def attempt_recorded(self, outcome: Outcome) -> None:
+        self.events.append(("attempt", outcome))
+
+    def execution_finished(self, status: ExecutionStatus) -> None:
+        self.events.append(("finished", status))
+
+    def skipped(self, reason: str, count: int) -> None:
+        self.events.append(("skipped", (reason, count)))
+
+
+def bench(*, observer: Heard | None = None, **settings: Any) -> Bench:
     config = SchedulerConfig(
         node_id="n", postgres_dsn="postgresql://x", etcd_endpoint="e:1", **settings
     )
@@ -180,6 +217,6 @@ def bench(**settings: Any) -> Bench:
     occurrences = MemoryOccurrences()
     store = cast(Store, type("MemoryStore", (), {"occurrences": occurrences})())
     links = Links()
-    engine = Engine(config, store, links, clock=clock, alarm=clock)
+    engine = Engine(config, store, links, clock=clock, alarm=clock, observer=observer)
     engine.own(PARTITION, 1)
     return Bench(engine, clock, occurrences, links)

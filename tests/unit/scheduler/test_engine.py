@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import uuid
 from datetime import timedelta
 
-from tests.unit.scheduler.helpers import PARTITION, TOKEN, Bench, bench, due_runs, hello
-from wheel.model.executions import AttemptResult, Outcome
+from tests.unit.scheduler.helpers import PARTITION, TOKEN, Bench, Heard, bench, due_runs, hello
+from wheel.model.executions import AttemptResult, ClaimState, Outcome
 from wheel.scheduler.links import Link
 from wheel.scheduler.outgoing import Acknowledgements, Dispatches, Outgoing
 
@@ -109,3 +110,24 @@ def test_the_snapshot_and_stats_a_node_logs_are_plain_json() -> None:
         "result.not_yours": 1,
         "heartbeat.refused": 3,
     }
+
+
+async def test_runs_the_claim_skips_are_counted_by_reason_and_forgotten() -> None:
+    heard = Heard()
+    b = bench(observer=heard, prefetch_ms=0, lead_ms=0, claim_slice_ms=1)
+    e = b.engine
+    e.start()
+    try:
+        _connected(b)
+        due = due_runs(uuid.uuid4(), 1, overlap="skip", fire_at=b.now())
+        b.occurrences.answers[due[0].key] = ClaimState.SKIPPED
+        b.add(due)
+        b.clock.advance(1)
+        await asyncio.wait_for(b.occurrences.asked.wait(), 10)
+        await e.claims.stop()  # the claim's answer handled
+        assert ("skipped", ("overlap", 1)) in heard.events
+        assert due[0].key not in e.known
+        e.misfired(3)
+        assert ("skipped", ("misfire", 3)) in heard.events
+    finally:
+        await e.stop()
