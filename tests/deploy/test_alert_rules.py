@@ -1,0 +1,39 @@
+"""The Prometheus rules in deploy/prometheus: valid, unit-tested, and every alert
+docs/operations.md describes is among them."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+RULES = ROOT / "deploy" / "prometheus" / "wheel-rules.yml"
+TESTS = ROOT / "deploy" / "prometheus" / "wheel-rules.test.yml"
+
+
+def _promtool(*args: str) -> str:
+    promtool = shutil.which("promtool")
+    assert promtool is not None, "promtool is needed: Debian's prometheus package (.ci/run)"
+    done = subprocess.run([promtool, *args], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_the_rules_are_valid() -> None:
+    assert "SUCCESS: 9 rules found" in _promtool("check", "rules", str(RULES))
+
+
+def test_each_alert_fires_when_it_should_and_not_before() -> None:
+    assert "SUCCESS" in _promtool("test", "rules", str(TESTS))
+
+
+def test_every_alert_the_operations_guide_describes_is_a_rule() -> None:
+    guide = (ROOT / "docs" / "operations.md").read_text()
+    table = guide.split("Alerts worth having", 1)[1].split("\n## ", 1)[0]
+    described = re.findall(r"^\| [^|]+ \| `([^`]+)`", table, re.MULTILINE)
+    assert len(described) >= 9
+    rules = RULES.read_text()
+    for expression in described:
+        assert f"expr: {expression}" in rules, expression
