@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,27 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 import wheel
-from tests.integration.nodes import NodeFactory
 from wheel.cli.jobs import jobs
 from wheel.client import AsyncClient
 from wheel.client.apply import Action, ApplyPlan
 from wheel.errors import InvalidArgument, VersionConflict
 from wheel.scheduler.node import SchedulerNode
-from wheel.store import Store
-
-
-@pytest.fixture
-async def node(start_node: NodeFactory) -> SchedulerNode:
-    started = await start_node()
-    await started.ready.wait()
-    return started
-
-
-@pytest.fixture
-async def token(store: Store) -> str:
-    tenant = await store.tenants.create(f"apply-{uuid.uuid4().hex[:6]}")
-    _, secret = await store.tenants.create_token(tenant.id, "apply test")
-    return secret
 
 
 @pytest.fixture

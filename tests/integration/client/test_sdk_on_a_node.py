@@ -15,7 +15,6 @@ from click.testing import CliRunner
 from click.testing import Result as CliResult
 
 import wheel
-from tests.integration.nodes import NodeFactory
 from tests.integration.scheduler.scripted_executor import connected
 from wheel.cli.cluster import executors as executors_command
 from wheel.cli.cluster import nodes as nodes_command
@@ -41,20 +40,6 @@ def refusing() -> Iterator[str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         yield f"127.0.0.1:{sock.getsockname()[1]}"
-
-
-@pytest.fixture
-async def node(start_node: NodeFactory) -> SchedulerNode:
-    started = await start_node()
-    await started.ready.wait()
-    return started
-
-
-@pytest.fixture
-async def token(store: Store) -> str:
-    tenant = await store.tenants.create(f"sdk-{uuid.uuid4().hex[:6]}")
-    _, secret = await store.tenants.create_token(tenant.id, "sdk test")
-    return secret
 
 
 @pytest.fixture
