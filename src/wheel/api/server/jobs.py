@@ -126,7 +126,7 @@ class JobsApi:
                 raise Conflict(f"job {job_id} exists with another definition") from None
             plan = compile_schedule(spec.schedule, job_id, now=existing.created_at)
             return await self._created(existing, plan, now, count)
-        return await self._created(registered.job, registered.plan, now, count)
+        return await self._created(registered.job, registered.plan, now, count, new=True)
 
     async def create_many(
         self, request: api.CreateJobsRequest, tenant: TenantId
@@ -172,23 +172,26 @@ class JobsApi:
         return api.CreateJobsResponse(jobs=jobs, existed=existed)
 
     async def _created(
-        self, job: Job, plan: SchedulePlan, now: datetime, count: int
+        self, job: Job, plan: SchedulePlan, now: datetime, count: int, *, new: bool = False
     ) -> api.CreateJobResponse:
         after = now if plan.one_off is None else min(now, plan.one_off)
         runs = preview(plan, after, count) if job.status is not JobStatus.DELETED else []
-        (message,) = await self._jobs_to([job])
+        # A job made by this very call has no runs yet: no statement to look for its last.
+        (message,) = await self._jobs_to([job], last_runs=not new)
         return api.CreateJobResponse(
             job=message,
             next_runs=[convert.next_run_to(run) for run in runs],
             warnings=list(message.warnings),
         )
 
-    async def _jobs_to(self, jobs: list[Job], *, runs: bool = True) -> list[pb.Job]:
+    async def _jobs_to(
+        self, jobs: list[Job], *, runs: bool = True, last_runs: bool = True
+    ) -> list[pb.Job]:
         """Jobs as messages, each with what may keep its runs from running now, and (with
         `runs`) its last run and when it runs next: one statement for the page."""
         messages = [convert.job_to(job) for job in jobs]
         if runs:
-            await self._add_runs(jobs, messages)
+            await self._add_runs(jobs, messages, last_runs=last_runs)
         served = await self._served_now()
         if served is not None:
             for job, message in zip(jobs, messages, strict=True):
@@ -199,9 +202,10 @@ class JobsApi:
                     message.warnings.append(warning)
         return messages
 
-    async def _add_runs(self, jobs: list[Job], messages: list[pb.Job]) -> None:
+    async def _add_runs(self, jobs: list[Job], messages: list[pb.Job], *, last_runs: bool) -> None:
         now = self._clock()
-        last = await self._store.executions.last_runs([job.id for job in jobs], now)
+        ids = [job.id for job in jobs]
+        last = await self._store.executions.last_runs(ids, now) if last_runs else {}
         for job, message in zip(jobs, messages, strict=True):
             ran = last.get(job.id)
             if ran is not None:
