@@ -154,7 +154,9 @@ def _create_from_file(session: Session, jobs_file: IO[str]) -> None:
 @connected
 def list_jobs(session: Session, limit: int, page_token: str) -> None:
     """The tenant's jobs, a page at a time."""
-    page = session.call(lambda client: client.list_jobs(page_size=limit, page_token=page_token))
+    page = session.call(
+        lambda client: client.list_jobs(page_size=limit, page_token=page_token, with_runs=True)
+    )
     session.show(page, lambda console: show.jobs(console, page))
 
 
@@ -169,7 +171,7 @@ def _job_command(name: str, title: str, call: Callable[[Client, str], types.Job]
 
 def _get(client: Client, job_id: str) -> types.Job:
     """Show JOB (its name or id)."""
-    return client.get_job(job_id)
+    return client.get_job(job_id, with_runs=True)
 
 
 def _pause(client: Client, job_id: str) -> types.Job:

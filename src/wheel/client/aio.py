@@ -182,23 +182,31 @@ class AsyncClient:
             return planned
         return await apply.apply(self, planned)
 
-    async def get_job(self, job_id: JobRef) -> t.Job:
-        """The job with this name or id: `await client.get_job("nightly-report")`."""
-        request = api.GetJobRequest(id=str(job_id))
+    async def get_job(self, job_id: JobRef, *, with_runs: bool = False) -> t.Job:
+        """The job with this name or id: `await client.get_job("nightly-report")`.
+
+        `with_runs` fills `last_run` and `next_run_at` (a statement and a preview more).
+        """
+        request = api.GetJobRequest(id=str(job_id), with_runs=with_runs)
         return messages.job(
             await self._transport.call(lambda s: s.jobs.GetJob, request, retry=True)
         )
 
-    async def list_jobs(self, *, page_size: int = 0, page_token: str = "") -> t.Page[t.Job]:
-        """One page of the tenant's jobs (`page_size` 0: the server's default, 100)."""
-        request = api.ListJobsRequest(page_size=page_size, page_token=page_token)
+    async def list_jobs(
+        self, *, page_size: int = 0, page_token: str = "", with_runs: bool = False
+    ) -> t.Page[t.Job]:
+        """One page of the tenant's jobs (`page_size` 0: the server's default, 100);
+        `with_runs` fills each one's `last_run` and `next_run_at`."""
+        request = api.ListJobsRequest(
+            page_size=page_size, page_token=page_token, with_runs=with_runs
+        )
         response = await self._transport.call(lambda s: s.jobs.ListJobs, request, retry=True)
         return messages.page(response.jobs, response.next_page_token, messages.job)
 
-    async def jobs(self, *, page_size: int = 0) -> AsyncIterator[t.Job]:
+    async def jobs(self, *, page_size: int = 0, with_runs: bool = False) -> AsyncIterator[t.Job]:
         """Every job of the tenant, page after page: `async for job in client.jobs(): ...`."""
         async for job in requests.every_page(
-            lambda token: self.list_jobs(page_size=page_size, page_token=token)
+            lambda token: self.list_jobs(page_size=page_size, page_token=token, with_runs=with_runs)
         ):
             yield job
 

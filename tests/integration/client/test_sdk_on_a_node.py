@@ -324,7 +324,8 @@ async def test_a_job_shows_its_last_run_and_when_it_runs_next(
     client: AsyncClient, store: Store, node: SchedulerNode, token: str
 ) -> None:
     now = datetime.now(UTC)
-    job = (await client.create_job("every-hour", "t", wheel.cron("0 * * * *"))).job
+    made_job = (await client.create_job("every-hour", "t", wheel.cron("0 * * * *"))).job
+    job = await client.get_job(made_job.id, with_runs=True)
     assert job.last_run is None
     next_hour = job.next_run_at
     assert next_hour is not None
@@ -332,24 +333,28 @@ async def test_a_job_shows_its_last_run_and_when_it_runs_next(
     assert now < next_hour <= now + timedelta(hours=1, seconds=5), "the next whole hour"
     end = now.replace(minute=0, second=0, microsecond=0)
     made = await client.backfill_job("every-hour", end - timedelta(hours=2), end)
-    assert (await client.get_job("every-hour")).last_run is None, "pending runs have not run"
+    ran = (await client.get_job("every-hour", with_runs=True)).last_run
+    assert ran is None, "pending runs have not run"
     async with store.pool.connection() as conn:  # as the recorder would, for the earlier one
         await conn.execute(
             "UPDATE executions SET status = 'succeeded', started_at = now(), finished_at = now()"
             " WHERE job_id = %s AND scheduled_for = %s",
             (job.id, end - timedelta(hours=2)),
         )
-    got = await client.get_job("every-hour")
+    got = await client.get_job("every-hour", with_runs=True)
     assert got.last_run is not None
     assert (got.last_run.execution_id, got.last_run.status) == (made.created_ids[0], "succeeded")
     assert got.last_run.finished_at is not None
-    listed = [j async for j in client.jobs() if j.name == "every-hour"]
+    listed = [j async for j in client.jobs(with_runs=True) if j.name == "every-hour"]
     assert (listed[0].last_run, listed[0].next_run_at) == (got.last_run, next_hour)
     paused = await client.pause_job("every-hour")
-    assert (await client.get_job(paused.id)).next_run_at is None, "paused: nothing is next"
+    assert (await client.get_job(paused.id, with_runs=True)).next_run_at is None, (
+        "paused: nothing is next"
+    )
     at = (now + timedelta(hours=3)).replace(microsecond=0)
     once = (await client.create_job("once-later", "t", wheel.at(at))).job
-    assert once.next_run_at == at
+    assert (await client.get_job(once.id, with_runs=True)).next_run_at == at
     env = {"WHEEL_ENDPOINTS": node.address, "WHEEL_TOKEN": token, "COLUMNS": "250"}
     shown = await asyncio.to_thread(CliRunner().invoke, jobs, ["list"], env=env)
     assert "succeeded (" in shown.output
+    assert (await client.get_job("every-hour")).last_run is None, "asked for: a lean get"

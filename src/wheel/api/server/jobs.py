@@ -126,7 +126,7 @@ class JobsApi:
                 raise Conflict(f"job {job_id} exists with another definition") from None
             plan = compile_schedule(spec.schedule, job_id, now=existing.created_at)
             return await self._created(existing, plan, now, count)
-        return await self._created(registered.job, registered.plan, now, count, new=True)
+        return await self._created(registered.job, registered.plan, now, count)
 
     async def create_many(
         self, request: api.CreateJobsRequest, tenant: TenantId
@@ -165,33 +165,32 @@ class JobsApi:
                 raise
             field = f"jobs[{named[0]}].{convert.field_as_sent(named[1])}"
             raise InvalidArgument(field, exc.reason) from None
-        jobs = await self._jobs_to([r.job for r in registered.registered], runs=False)
+        jobs = await self._jobs_to([r.job for r in registered.registered])
         for message in jobs:
             message.ClearField("payload")  # the caller has it: the answer stays small
         existed = [i for i, r in enumerate(registered.registered) if r.job.id in registered.existed]
         return api.CreateJobsResponse(jobs=jobs, existed=existed)
 
     async def _created(
-        self, job: Job, plan: SchedulePlan, now: datetime, count: int, *, new: bool = False
+        self, job: Job, plan: SchedulePlan, now: datetime, count: int
     ) -> api.CreateJobResponse:
         after = now if plan.one_off is None else min(now, plan.one_off)
         runs = preview(plan, after, count) if job.status is not JobStatus.DELETED else []
-        # A job made by this very call has no runs yet: no statement to look for its last.
-        (message,) = await self._jobs_to([job], last_runs=not new)
+        # The answer's next_runs say what comes next; the job itself is as a plain get
+        # returns it (with_runs is the reader's to ask for).
+        (message,) = await self._jobs_to([job], runs=False)
         return api.CreateJobResponse(
             job=message,
             next_runs=[convert.next_run_to(run) for run in runs],
             warnings=list(message.warnings),
         )
 
-    async def _jobs_to(
-        self, jobs: list[Job], *, runs: bool = True, last_runs: bool = True
-    ) -> list[pb.Job]:
+    async def _jobs_to(self, jobs: list[Job], *, runs: bool = False) -> list[pb.Job]:
         """Jobs as messages, each with what may keep its runs from running now, and (with
         `runs`) its last run and when it runs next: one statement for the page."""
         messages = [convert.job_to(job) for job in jobs]
         if runs:
-            await self._add_runs(jobs, messages, last_runs=last_runs)
+            await self._add_runs(jobs, messages)
         served = await self._served_now()
         if served is not None:
             for job, message in zip(jobs, messages, strict=True):
@@ -202,10 +201,9 @@ class JobsApi:
                     message.warnings.append(warning)
         return messages
 
-    async def _add_runs(self, jobs: list[Job], messages: list[pb.Job], *, last_runs: bool) -> None:
+    async def _add_runs(self, jobs: list[Job], messages: list[pb.Job]) -> None:
         now = self._clock()
-        ids = [job.id for job in jobs]
-        last = await self._store.executions.last_runs(ids, now) if last_runs else {}
+        last = await self._store.executions.last_runs([job.id for job in jobs], now)
         for job, message in zip(jobs, messages, strict=True):
             ran = last.get(job.id)
             if ran is not None:
@@ -244,13 +242,13 @@ class JobsApi:
 
     async def get(self, request: api.GetJobRequest, tenant: TenantId) -> pb.Job:
         job = await self._store.jobs.get(tenant, await self._ref(tenant, request.id))
-        return (await self._jobs_to([job]))[0]
+        return (await self._jobs_to([job], runs=request.with_runs))[0]
 
     async def list(self, request: api.ListJobsRequest, tenant: TenantId) -> api.ListJobsResponse:
         jobs, token = await self._store.jobs.list(
             tenant, page_size=request.page_size, page_token=request.page_token
         )
-        listed = await self._jobs_to(jobs)
+        listed = await self._jobs_to(jobs, runs=request.with_runs)
         for message in listed:
             message.ClearField("payload")  # a page of 1 MiB payloads would be a GiB
         return api.ListJobsResponse(jobs=listed, next_page_token=token)

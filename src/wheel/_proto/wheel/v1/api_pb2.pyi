@@ -55,10 +55,12 @@ class CreateJobsResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[_common_pb2.Job, _Mapping]]] = ..., existed: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class GetJobRequest(_message.Message):
-    __slots__ = ("id",)
+    __slots__ = ("id", "with_runs")
     ID_FIELD_NUMBER: _ClassVar[int]
+    WITH_RUNS_FIELD_NUMBER: _ClassVar[int]
     id: str
-    def __init__(self, id: _Optional[str] = ...) -> None: ...
+    with_runs: bool
+    def __init__(self, id: _Optional[str] = ..., with_runs: _Optional[bool] = ...) -> None: ...
 
 class JobRef(_message.Message):
     __slots__ = ("id",)
@@ -67,12 +69,14 @@ class JobRef(_message.Message):
     def __init__(self, id: _Optional[str] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
-    __slots__ = ("page_size", "page_token")
+    __slots__ = ("page_size", "page_token", "with_runs")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    WITH_RUNS_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    with_runs: bool
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., with_runs: _Optional[bool] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
     __slots__ = ("jobs", "next_page_token")
