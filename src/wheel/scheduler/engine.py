@@ -130,10 +130,10 @@ class Engine:
         """The engine's clock as an instant (what the loader and materialiser read too)."""
         return datetime.fromtimestamp(self._clock.wall_ms() / 1000, UTC)
 
-    def misfired(self, count: int) -> None:
-        """The loader's misfire rule recorded `count` runs skipped."""
+    def note_skipped(self, reason: str, count: int) -> None:
+        """Runs the loader or the materialiser recorded skipped: 'misfire', 'superseded'."""
         if count:
-            self._observer.skipped("misfire", count)
+            self._observer.skipped(reason, count)
 
     def _now_s(self) -> float:
         """Monotonic seconds, for breakers, retries and leases kept here."""

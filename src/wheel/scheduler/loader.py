@@ -109,7 +109,7 @@ class Loader:
         """Bring a newly owned partition into the window (the misfire rule applied first)."""
         epochs = {partition: self._engine.owned[partition]}
         skipped = await self._store.occurrences.apply_misfire(epochs)
-        self._engine.misfired(skipped)
+        self._engine.note_skipped("misfire", skipped)
         if skipped:
             log.info("loader.misfire_skipped", extra={"partition": partition, "skipped": skipped})
         return await self._load([partition], self._bound(), spread=True)
@@ -168,7 +168,7 @@ class Loader:
                 misfired = await self._store.occurrences.apply_misfire(
                     {partition: owned[partition]}
                 )
-                self._engine.misfired(misfired)
+                self._engine.note_skipped("misfire", misfired)
             added += await self._load(
                 [partition], bound, instant - _EPSILON, created_after=notification.created_at
             )

@@ -8,7 +8,7 @@ from an engine snapshot at scrape time, so nothing is kept twice.
     wheel_firing_lateness_seconds     histogram  dispatch time minus the instant (0 when ahead)
     wheel_executions_total{outcome}   counter    attempts recorded, by outcome
     wheel_refused_reports_total{kind,reason}  counter  results/heartbeats refused
-    wheel_executions_skipped_total{reason}    counter  runs skipped: overlap, misfire
+    wheel_executions_skipped_total{reason}    counter  runs skipped: overlap, misfire, superseded
     wheel_unserved{task_type}         gauge      due runs no connected executor serves
     wheel_claim_batch_size            histogram  occurrences per claim statement
     wheel_claim_seconds               histogram  claim statement latency
@@ -71,8 +71,9 @@ class NodeMetrics:
         )
         self.skipped_runs = CounterMetric(
             "wheel_executions_skipped",
-            "Runs recorded skipped, by reason: overlap (the job's overlap policy) or misfire "
-            "(missed past its grace while no node owned it).",
+            "Runs recorded skipped, by reason: overlap (the job's overlap policy), misfire "
+            "(missed past its grace while no node owned it) or superseded (made from a "
+            "definition since edited).",
             ["reason"],
             registry=r,
         )

@@ -36,7 +36,7 @@ from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.engine import Engine
 from wheel.scheduler.links import Links
 from wheel.scheduler.loader import Loader
-from wheel.scheduler.materialiser import Materialiser
+from wheel.scheduler.materialiser import Materialiser, MaterialiseReport
 from wheel.scheduler.metrics import NodeMetrics
 from wheel.scheduler.periodic import every
 from wheel.scheduler.publisher import Publisher
@@ -84,7 +84,8 @@ class SchedulerNode:
         self.membership: Membership | None = None
         """The current membership (None while the clock is unfit)."""
         self._running: _Running | None = None
-        self._metrics_address = ""
+        self.metrics_address = ""
+        """Where /metrics is served ("" when it is not)."""
         self._tasks: list[asyncio.Task[None]] = []
         self._membership_task: asyncio.Task[None] | None = None
         self._health_status: int | None = None
@@ -117,11 +118,6 @@ class SchedulerNode:
     def metrics(self) -> NodeMetrics | None:
         return self._parts.metrics
 
-    @property
-    def metrics_address(self) -> str:
-        """Where /metrics is served ("" when it is not)."""
-        return self._metrics_address
-
     async def start(self) -> None:
         config = self.config
         async with contextlib.AsyncExitStack() as resources:
@@ -144,7 +140,7 @@ class SchedulerNode:
             if metrics is not None:
                 metrics.watch(engine.snapshot, engine.upcoming)
                 host, port = metrics.serve(config.metrics_listen)
-                self._metrics_address = f"{host}:{port}"
+                self.metrics_address = f"{host}:{port}"
             running = self._running = _Running(
                 store=store,
                 api_store=api_store,
@@ -313,7 +309,7 @@ class SchedulerNode:
         parts.engine.own(partition, epoch)
         try:
             await parts.engine.reap()
-            await parts.materialiser.run([partition])
+            self._count_skips(await parts.materialiser.run([partition]))
             loaded = await parts.loader.load_partition(partition)
         except BaseException:
             parts.engine.release(partition)
@@ -344,10 +340,14 @@ class SchedulerNode:
         parts = self._parts
         if parts.engine.owned:
             owned = list(parts.engine.owned)
-            await parts.materialiser.run(owned)
+            self._count_skips(await parts.materialiser.run(owned))
             if parts.metrics is not None:
                 lag = await parts.materialiser.horizon_lag(owned)
                 parts.metrics.horizon_lag_s = lag.total_seconds()
+
+    def _count_skips(self, report: MaterialiseReport) -> None:
+        for reason, count in (("misfire", report.skipped), ("superseded", report.superseded)):
+            self._parts.engine.note_skipped(reason, count)
 
     async def _maintain(self) -> None:
         parts = self._parts

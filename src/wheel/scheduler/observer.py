@@ -58,7 +58,8 @@ class EngineObserver(Protocol):
     def execution_finished(self, status: ExecutionStatus) -> None: ...
 
     def skipped(self, reason: str, count: int) -> None:
-        """Runs recorded skipped: 'overlap' (the job's policy) or 'misfire' (missed)."""
+        """Runs recorded skipped: 'overlap' (the job's policy), 'misfire' (missed past its
+        grace) or 'superseded' (made from a definition since edited)."""
 
 
 class NoObserver:

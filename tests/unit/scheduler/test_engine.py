@@ -127,7 +127,7 @@ async def test_runs_the_claim_skips_are_counted_by_reason_and_forgotten() -> Non
         await e.claims.stop()  # the claim's answer handled
         assert ("skipped", ("overlap", 1)) in heard.events
         assert due[0].key not in e.known
-        e.misfired(3)
+        e.note_skipped("misfire", 3)
         assert ("skipped", ("misfire", 3)) in heard.events
     finally:
         await e.stop()
