@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from wheel.cli.jobs_options import Session, connected
+from wheel.durations import readable
 
 _NO_LINKS = "connected to no node: check its --cluster, its token, and that nodes are up"
 
@@ -70,9 +71,4 @@ def executors(session: Session) -> None:
 def _ago(now: datetime, then: datetime | None) -> str:
     if then is None:
         return ""
-    seconds = max(0, int((now - then).total_seconds()))
-    if seconds < 120:
-        return f"{seconds} s ago"
-    if seconds < 7200:
-        return f"{seconds // 60} min ago"
-    return f"{seconds // 3600} h ago"
+    return f"{readable(max(0.0, (now - then).total_seconds()))} ago"

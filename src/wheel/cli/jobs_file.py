@@ -47,7 +47,7 @@ def read_jobs(lines: Iterable[str], ctx: click.Context) -> tuple[list[NewJob], l
         if not line.strip():
             continue
         try:
-            jobs.append(_job(line, params, ctx))
+            jobs.append(_job(_json_object(line), params, ctx))
         except click.UsageError as exc:
             raise click.BadParameter(f"line {number}: {exc.format_message()}",
                                      param_hint="'--file'") from None  # fmt: skip
@@ -95,20 +95,21 @@ def read_toml(
     return jobs
 
 
+def _json_object(line: str) -> dict[str, Any]:
+    try:
+        document = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise click.UsageError(f"not JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(document, dict):
+        raise click.UsageError("each line must be a JSON object")
+    return document
+
+
 def _job(
-    line: str | dict[str, Any], params: dict[str, click.Parameter], ctx: click.Context
+    document: dict[str, Any], params: dict[str, click.Parameter], ctx: click.Context
 ) -> NewJob:
     from wheel.client.types import NewJob
 
-    if isinstance(line, dict):
-        document: object = line
-    else:
-        try:
-            document = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise click.UsageError(f"not JSON: {exc.msg} (column {exc.colno})") from None
-    if not isinstance(document, dict):
-        raise click.UsageError("each line must be a JSON object")
     options: dict[str, Any] = {}
     for key, value in document.items():
         name = _ALIASES.get(key, key.replace("-", "_"))

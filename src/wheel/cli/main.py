@@ -58,10 +58,13 @@ def shards(endpoint: str, cluster: str, output: str) -> None:
         etcd = await Etcd.connect(endpoint)
         try:
             layout = Layout(cluster)
-            made = await etcd.get(layout.config) is not None or bool(
-                (await etcd.get_prefix(layout.nodes))[0]
+            rows = await listing.shards(etcd, layout)
+            # Asked only when nothing is held: is there a cluster of that name at all?
+            made = any(row.node_id for row in rows) or (
+                await etcd.get(layout.config) is not None
+                or bool((await etcd.get_prefix(layout.nodes))[0])
             )
-            return made, await listing.shards(etcd, layout)
+            return made, rows
         finally:
             await etcd.close()
 

@@ -39,7 +39,7 @@ from wheel.scheduler.links import Link, Links
 from wheel.scheduler.observer import EngineObserver, EngineStats
 from wheel.scheduler.outgoing import Dispatch, Dispatches
 from wheel.scheduler.overlap import OverlapQueues
-from wheel.scheduler.ready import Ready, ReadyQueues
+from wheel.scheduler.ready import Ready, ReadyQueues, epoch_ms
 from wheel.scheduler.recorder import Recorder
 from wheel.store.occurrences import ClaimOutcome, Occurrences
 from wheel.timingwheel import Clock
@@ -49,10 +49,6 @@ log = logging.getLogger(__name__)
 RETRY_CLAIM_S = 0.2
 """After a failed claim, its runs wait this long before they go back to the ready queues."""
 _OVERLAP_SKIP_REASON = "overlap: one run was already queued behind a running one (policy queue)"
-
-
-def _ms(instant: datetime) -> int:
-    return int(instant.timestamp() * 1000)
 
 
 class Claims:
@@ -219,7 +215,7 @@ class Claims:
         for unclaimed in outcome.unclaimed:
             item = unclaimed_items[unclaimed.key]
             if unclaimed.state is ClaimState.EARLY:
-                item.fire_at_ms = _ms(unclaimed.fire_at)
+                item.fire_at_ms = epoch_ms(unclaimed.fire_at)
                 self._refile(item)
             elif unclaimed.state is ClaimState.CAPPED:
                 self._aside.wait_for_room(item, self._clock.monotonic_ms() / 1000)

@@ -51,7 +51,7 @@ from wheel.scheduler.observer import (
     NoObserver,
 )
 from wheel.scheduler.overlap import OverlapQueues
-from wheel.scheduler.ready import Ready, ReadyQueues
+from wheel.scheduler.ready import Ready, ReadyQueues, epoch_ms
 from wheel.scheduler.recorder import Recorder
 from wheel.store import Store
 from wheel.timingwheel import Alarm, Clock, FiredBatch, SystemClock, WheelDriver
@@ -59,15 +59,9 @@ from wheel.timingwheel import Alarm, Clock, FiredBatch, SystemClock, WheelDriver
 log = logging.getLogger(__name__)
 
 _ADD_CHUNK = 10_000
-_RETRY_CLAIM_S = 0.2
 _FINAL = (ExecutionStatus.SUCCEEDED, ExecutionStatus.DEAD, ExecutionStatus.NEEDS_REVIEW)
 _NOT_STARTED_BACKOFF_MS = 1000
 _NOT_STARTED_BACKOFF_MAX_MS = 60_000
-_OVERLAP_SKIP_REASON = "overlap: one run was already queued behind a running one (policy queue)"
-
-
-def _ms(instant: datetime) -> int:
-    return int(instant.timestamp() * 1000)
 
 
 class Engine:
@@ -189,7 +183,7 @@ class Engine:
                 continue
             if key in self.in_flight:
                 continue
-            fire_at_ms = _ms(occurrence.fire_at)
+            fire_at_ms = epoch_ms(occurrence.fire_at)
             ready = Ready(
                 key, occurrence.partition, occurrence.tenant_id, occurrence.pool,
                 occurrence.task_type, occurrence.priority, occurrence.overlap, fire_at_ms,
@@ -317,7 +311,7 @@ class Engine:
             # behind it go after it, or its retry would be skipped as overlapping.
             self.overlap.release(recorded.key.job_id)
         if recorded.status is ExecutionStatus.PENDING and item.partition in self.owned:
-            item.fire_at_ms = _ms(recorded.fire_at)
+            item.fire_at_ms = epoch_ms(recorded.fire_at)
             if outcome is Outcome.NOT_STARTED:
                 # Given back unstarted (an executor draining, or gone before the dispatch
                 # left): ask again after a backoff that doubles each time, up to a

@@ -16,8 +16,14 @@ import itertools
 from collections import deque
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId
+
+
+def epoch_ms(instant: datetime) -> int:
+    """An aware instant as integer epoch milliseconds (the wheel's and `fire_at_ms`'s unit)."""
+    return int(instant.timestamp() * 1000)
 
 
 @dataclass(slots=True, eq=False)
