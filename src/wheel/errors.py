@@ -6,6 +6,7 @@
     │   └── InvalidArgument    ... in a request
     ├── PackageConflictError   `import wheel` is not this project
     ├── LocalServiceError      an embedded etcd or Postgres failed to start or stop
+    ├── BadSignature           a notification's signature does not hold (receivers' check)
     ├── NotFound               no such job / execution / tenant (for this tenant)
     ├── Unauthenticated        no token, or one that is unknown or revoked
     ├── PermissionDenied       the token is valid but may not do this
@@ -158,6 +159,14 @@ class HistoryCompacted(CoordinatorError):
     def __init__(self, compacted_revision: int) -> None:
         super().__init__(f"etcd history is compacted below revision {compacted_revision}")
         self.compacted_revision = compacted_revision
+
+
+class BadSignature(WheelError):
+    """A notification's Wheel-Signature does not prove it came from wheel, now."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"Wheel-Signature: {reason}")
+        self.reason = reason
 
 
 class PackageConflictError(WheelError):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
 from wheel.errors import ConfigError
+from wheel.model.notifications import DEFAULT_DENIED
 
 _DEFAULT_PREFETCH_MS = 5000
 
@@ -99,6 +101,19 @@ class SchedulerConfig:
     """Postgres connections for claims, results, loading and materialising."""
     api_pool_size: int = 4
     """Postgres connections for the public API, apart from the scheduling work's."""
+    notify_poll_s: float = 1.0
+    """How often the node looks for notifications due to be sent."""
+    notify_timeout_s: float = 10.0
+    """The longest one notification's POST may take before it counts as failed."""
+    notify_max_tries: int = 16
+    """Tries of one notification before it is given up (backoff 2 s doubling to 1 h)."""
+    notify_deny_networks: str = ",".join(DEFAULT_DENIED)
+    """Comma-separated networks notifications are never sent to (link-local, metadata...).
+    A shared deployment adds its private ranges; empty denies nothing."""
+
+    @property
+    def denied_networks(self) -> tuple[str, ...]:
+        return tuple(n.strip() for n in self.notify_deny_networks.split(",") if n.strip())
 
     def __post_init__(self) -> None:
         if bool(self.tls_cert_file) != bool(self.tls_key_file):
@@ -123,12 +138,18 @@ class SchedulerConfig:
             "claim_batch", "claim_concurrency", "record_batch", "reap_interval_s",
             "tenant_in_flight_cap", "breaker_failures", "breaker_cooldown_s",
             "catch_up_rate_per_s", "max_clock_offset_ms", "clock_check_interval_s",
-            "retention_days", "pool_size", "api_pool_size",
+            "retention_days", "pool_size", "api_pool_size", "notify_poll_s",
+            "notify_timeout_s", "notify_max_tries",
         )  # fmt: skip
         for name in positive:
             value = getattr(self, name)
             if value <= 0:
                 raise ConfigError(name, f"must be > 0, got {value}")
+        for network in self.denied_networks:
+            try:
+                ipaddress.ip_network(network, strict=False)
+            except ValueError:
+                raise ConfigError("notify_deny_networks", f"{network!r} is not a network") from None
         if self.lead_ms < 0:
             raise ConfigError("lead_ms", f"must be >= 0, got {self.lead_ms}")
         if self.prefetch_ms == -1:

@@ -77,6 +77,13 @@ class NodeMetrics:
             ["reason"],
             registry=r,
         )
+        self.notifications = CounterMetric(
+            "wheel_notifications",
+            "Tries to send a notification, by result: delivered, failed (tried again later)"
+            " or gave_up (no more tries, or its URL leads to a denied address).",
+            ["result"],
+            registry=r,
+        )
         self.claim_size = Histogram("wheel_claim_batch_size", "Occurrences per claim.",
                                     buckets=_SIZE_BUCKETS, registry=r)  # fmt: skip
         self.claim_seconds = Histogram("wheel_claim_seconds", "Claim statement latency.",
@@ -112,6 +119,9 @@ class NodeMetrics:
 
     def skipped(self, reason: str, count: int) -> None:
         self.skipped_runs.labels(reason).inc(count)
+
+    def notification_tried(self, result: str) -> None:
+        self.notifications.labels(result).inc()
 
     def watch(
         self,

@@ -4,10 +4,10 @@
 (etcd), takes its share of partitions and for each one sets the epoch in
 Postgres, reaps, materialises and loads it before firing; it serves the
 executor stream, and runs the loops that keep the wheel filled (window,
-notifications, catch-up), materialise recurring jobs, reap expired leases
-and keep the day partitions. Stopping hands every partition over before the
-process goes; a process killed outright loses nothing — the next owner
-reloads from Postgres.
+notifications, catch-up), materialise recurring jobs, reap expired leases,
+keep the day partitions and send webhooks. Stopping hands every partition
+over before the process goes; a process killed outright loses nothing —
+the next owner reloads from Postgres.
 
 `start()` builds every part at once into one frozen `_Running`, which the
 loops receive: there is no half-started node for them to see.
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from wheel.coordinator.membership import Membership
 from wheel.coordinator.ownership import partition_count
 from wheel.coordinator.session import Session
 from wheel.model.ids import PartitionId
+from wheel.notify.sender import Sender
 from wheel.scheduler.clock import measure
 from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.engine import Engine
@@ -38,6 +38,8 @@ from wheel.scheduler.links import Links
 from wheel.scheduler.loader import Loader
 from wheel.scheduler.materialiser import Materialiser, MaterialiseReport
 from wheel.scheduler.metrics import NodeMetrics
+from wheel.scheduler.notifier import notification_sender
+from wheel.scheduler.observer import log_fields
 from wheel.scheduler.periodic import every
 from wheel.scheduler.publisher import Publisher
 from wheel.scheduler.server import Served, serve
@@ -67,6 +69,7 @@ class _Running:
     materialiser: Materialiser
     served: Served
     publisher: Publisher
+    sender: Sender
     metrics: NodeMetrics | None
     resources: contextlib.AsyncExitStack
     """Closes the stores, etcd and the server, in reverse order."""
@@ -152,6 +155,9 @@ class SchedulerNode:
                 ),
                 served=served,
                 publisher=Publisher(etcd, self._layout, config.node_id),
+                sender=await resources.enter_async_context(
+                    notification_sender(config, store, metrics)
+                ),
                 metrics=metrics,
                 resources=resources.pop_all(),
             )
@@ -172,6 +178,7 @@ class SchedulerNode:
             every("reaper", config.reap_interval_s, self._reap),
             every("materialiser", config.materialise_interval_s, self._materialise),
             every("retention", _MAINTAIN_INTERVAL_S, self._maintain),
+            every("notifications", config.notify_poll_s, self._notify),
             every("clock", config.clock_check_interval_s, self._check_clock),
             every("stats", _STATS_INTERVAL_S, self._log_stats),
             every("breakers", _BREAKERS_INTERVAL_S, self._publish_breakers),
@@ -350,30 +357,22 @@ class SchedulerNode:
             self._parts.engine.note_skipped(reason, count)
 
     async def _maintain(self) -> None:
-        parts = self._parts
-        report = await parts.store.time_partitions.maintain(
-            parts.engine.now(),
-            ahead_days=_PARTITION_DAYS_AHEAD,
-            retention_days=self.config.retention_days,
+        store, now, days = self._parts.store, self._parts.engine.now(), self.config.retention_days
+        report = await store.time_partitions.maintain(
+            now, ahead_days=_PARTITION_DAYS_AHEAD, retention_days=days
         )
-        log.info("node.retention", extra={"report": repr(report)})
+        pruned = await store.outbox.prune(now - timedelta(days=days))
+        log.info("node.retention", extra={"report": repr(report), "notifications": pruned})
+
+    async def _notify(self) -> None:
+        if self.clock_fit.is_set():  # receivers check the signature's timestamp
+            await self._parts.sender.send_due()
 
     async def _log_stats(self) -> None:
-        engine = self._parts.engine
-        snapshot = engine.snapshot()
+        fields = log_fields(self._parts.engine.stats, self._parts.engine.snapshot())
         log.info(
             "node.stats",
-            extra={
-                "node": self.node_id,
-                **dataclasses.asdict(engine.stats),
-                "owned": snapshot.owned,
-                "wheel": snapshot.timers,
-                "ready": sum(snapshot.ready.values()),
-                "in_flight": snapshot.in_flight,
-                "links": snapshot.links,
-                **snapshot.pressure,
-                "clock_offset_ms": self.clock_offset_ms,
-            },
+            extra={"node": self.node_id, **fields, "clock_offset_ms": self.clock_offset_ms},
         )
 
     async def _check_clock(self) -> None:

@@ -9,6 +9,7 @@ the engine's default does nothing, so the engine never imports metrics.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -110,3 +111,16 @@ class EngineSnapshot:
     """The wall-clock instant of the oldest fired, unclaimed occurrence."""
     pressure: dict[str, object]
     """What holds claims back: see `Engine.pressure`."""
+
+
+def log_fields(stats: EngineStats, snapshot: EngineSnapshot) -> dict[str, object]:
+    """The node's periodic stats line: the counters so far and the state now."""
+    return {
+        **dataclasses.asdict(stats),
+        "owned": snapshot.owned,
+        "wheel": snapshot.timers,
+        "ready": sum(snapshot.ready.values()),
+        "in_flight": snapshot.in_flight,
+        "links": snapshot.links,
+        **snapshot.pressure,
+    }

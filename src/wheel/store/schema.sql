@@ -24,7 +24,17 @@ CREATE TABLE tenants (
     -- Its runs dispatched or running now, across the cluster: claims stop at
     -- max_in_flight (see wheel_claim); every recorded attempt lowers it
     -- (wheel_count_in_flight, in the claim's or the record's statement).
-    in_flight       integer NOT NULL DEFAULT 0 CHECK (in_flight >= 0)
+    in_flight       integer NOT NULL DEFAULT 0 CHECK (in_flight >= 0),
+    -- Its webhook (wheel.notify): where notifications go, for which statuses, and
+    -- the secret that signs them (made here, rotated through the API).
+    notify_url      text,
+    notify_on       wheel_execution_status[] NOT NULL DEFAULT '{dead,needs_review}'
+                    CHECK (notify_on <@ '{dead,needs_review,skipped}'::wheel_execution_status[]),
+    notify_secret   text NOT NULL
+                    DEFAULT 'whsec_' || replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''),
+    notify_secret_rotated_at timestamptz,
+    -- For a day after a rotation notifications carry a signature by this one too.
+    notify_secret_previous text
 );
 
 -- Tokens are 256-bit random secrets; only their SHA-256 is stored. A tenant's
@@ -81,6 +91,8 @@ CREATE TABLE jobs (
     materialised_version bigint NOT NULL DEFAULT 0,
     created_at          timestamptz NOT NULL DEFAULT now(),
     updated_at          timestamptz NOT NULL DEFAULT now(),
+    -- '' sends this job's notifications to its tenant's webhook.
+    notify_url          text NOT NULL DEFAULT '',
     CHECK ((schedule_kind = 'at') = (run_at IS NOT NULL)),
     CHECK ((schedule_kind = 'cron') = (cron IS NOT NULL))
 );
@@ -632,3 +644,59 @@ CREATE TRIGGER executions_notify_due
     AFTER INSERT ON executions
     REFERENCING NEW TABLE AS inserted
     FOR EACH STATEMENT EXECUTE FUNCTION wheel_notify_due();
+
+-- Notifications of runs that need a person (wheel.notify), written by a trigger in
+-- the statement that gives a run its status, so none is lost; nodes send what is
+-- due and record each try (`tries` fences the result, `next_at` is also the lease).
+CREATE TABLE notifications (
+    id                  uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    tenant_id           uuid NOT NULL REFERENCES tenants (id),
+    job_id              uuid NOT NULL,
+    scheduled_for       timestamptz NOT NULL,
+    -- What the run was when the notification was made (it may move on since).
+    status              wheel_execution_status NOT NULL,
+    reason              text,
+    attempt             integer NOT NULL,
+    error               text,
+    url                 text NOT NULL,
+    created_at          timestamptz NOT NULL DEFAULT clock_timestamp(),
+    -- The next try is due then; a claimed row's lease ends then.
+    next_at             timestamptz NOT NULL DEFAULT clock_timestamp(),
+    tries               integer NOT NULL DEFAULT 0 CHECK (tries >= 0),
+    claimed_by          text,
+    delivered_at        timestamptz,
+    gave_up_at          timestamptz,
+    last_error          text,
+    last_status_code    integer,
+    CHECK (delivered_at IS NULL OR gave_up_at IS NULL)
+);
+-- The senders' path: what is due, soonest first.
+CREATE INDEX notifications_due ON notifications (next_at)
+    WHERE delivered_at IS NULL AND gave_up_at IS NULL;
+-- Explain's path: the notifications of one run.
+CREATE INDEX notifications_of_run ON notifications (job_id, scheduled_for);
+-- Retention's path.
+CREATE INDEX notifications_created ON notifications (created_at);
+
+CREATE FUNCTION wheel_notify_run() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO notifications (tenant_id, job_id, scheduled_for, status, reason, attempt,
+                               error, url)
+    SELECT NEW.tenant_id, NEW.job_id, NEW.scheduled_for, NEW.status, NEW.reason, NEW.attempt,
+           left(NEW.error, 4000), coalesce(nullif(j.notify_url, ''), t.notify_url)
+    FROM jobs j
+    JOIN tenants t ON t.id = j.tenant_id
+    WHERE j.id = NEW.job_id
+      AND NEW.status = ANY (t.notify_on)
+      AND coalesce(nullif(j.notify_url, ''), t.notify_url) IS NOT NULL;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER executions_notify_insert AFTER INSERT ON executions
+    FOR EACH ROW WHEN (NEW.status IN ('dead', 'needs_review', 'skipped'))
+    EXECUTE FUNCTION wheel_notify_run();
+CREATE TRIGGER executions_notify_update AFTER UPDATE OF status ON executions
+    FOR EACH ROW WHEN (NEW.status IN ('dead', 'needs_review', 'skipped')
+                       AND OLD.status IS DISTINCT FROM NEW.status)
+    EXECUTE FUNCTION wheel_notify_run();

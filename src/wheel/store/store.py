@@ -9,9 +9,11 @@ from wheel.store.executions import Executions
 from wheel.store.jobs import Jobs
 from wheel.store.materialising import Materialising
 from wheel.store.occurrences import Occurrences
+from wheel.store.outbox import Outbox
 from wheel.store.pool import Pool, open_pool
 from wheel.store.tenants import Tenants
 from wheel.store.time_partitions import TimePartitions
+from wheel.store.webhooks import Webhooks
 
 
 @dataclass
@@ -31,6 +33,8 @@ class Store:
     tenants: Tenants
     materialising: Materialising
     clock: DatabaseClock
+    webhooks: Webhooks
+    outbox: Outbox
 
     @classmethod
     def over(cls, pool: Pool) -> Store:
@@ -45,6 +49,8 @@ class Store:
             tenants=Tenants(pool),
             materialising=Materialising(pool),
             clock=DatabaseClock(pool),
+            webhooks=Webhooks(pool),
+            outbox=Outbox(pool),
         )
 
     @classmethod

@@ -28,6 +28,7 @@ from wheel.errors import NotFound, first_line
 from wheel.model.executions import Execution, ExecutionStatus, Trigger
 from wheel.model.ids import ExecutionKey, TenantId
 from wheel.model.jobs import Job, JobStatus, OverlapPolicy, ScheduleKind
+from wheel.model.summaries import settled
 from wheel.schedule import compile_schedule
 from wheel.store import Store
 from wheel.timestamps import to_timestamp
@@ -154,26 +155,20 @@ class Explainer:
                 f"fence {execution.fence}; its lease runs to "
                 f"{_when(execution.lease_until or execution.fire_at)}"
             )
+        said = settled(status, attempt=execution.attempt, error=execution.error, reason=reason)
         if status is ExecutionStatus.DEAD:
-            return V.DEAD, (
-                f"failed all {execution.attempt} attempts "
-                f"(last error: {first_line(execution.error) or 'none'}); "
-                "retry it with `wheel executions retry`"
-            )
+            return V.DEAD, said or ""
         if status is ExecutionStatus.NEEDS_REVIEW:
-            return V.NEEDS_REVIEW, (
-                f"attempt {execution.attempt} failed or was lost and the job is not idempotent: "
-                "a person decides (`wheel executions retry` or `cancel`)"
-            )
+            return V.NEEDS_REVIEW, said or ""
         if status is ExecutionStatus.CANCELLED:
             return V.CANCELLED, f"cancelled: {reason or 'by a user'}"
         if status is ExecutionStatus.SKIPPED:
             _step(result, execution.finished_at, "skipped", reason)
             if reason.startswith("misfire"):
-                return V.SKIPPED_MISFIRE, f"not run: {reason}"
+                return V.SKIPPED_MISFIRE, said or ""
             if reason.startswith("overlap"):
-                return V.SKIPPED_OVERLAP, f"not run: {reason}"
-            return V.SKIPPED, f"not run: {reason or 'skipped'}"
+                return V.SKIPPED_OVERLAP, said or ""
+            return V.SKIPPED, said or ""
         return await self._pending(result, job, execution)
 
     async def _pending(

@@ -1,0 +1,134 @@
+"""Notifications: the webhook a tenant (or one of its jobs) names for runs that need a person.
+
+A run that ends dead, waits for review or is skipped can be announced with an
+HTTP POST to a URL the tenant chose, signed with the tenant's secret
+(`wheel.notify.signature`). Which of those statuses are announced is the
+tenant's choice; skipped is opt-in, because a frequent job whose overlap
+policy skips is routine, not news.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import urlsplit
+
+from wheel.errors import InvalidArgument
+from wheel.model.executions import ExecutionStatus
+
+MAX_URL_LENGTH = 2048
+
+NOTIFIABLE = (ExecutionStatus.DEAD, ExecutionStatus.NEEDS_REVIEW, ExecutionStatus.SKIPPED)
+"""The statuses a notification can be sent for."""
+
+DEFAULT_NOTIFY_ON = (ExecutionStatus.DEAD, ExecutionStatus.NEEDS_REVIEW)
+"""What a webhook announces unless the tenant says otherwise."""
+
+DEFAULT_DENIED = (
+    "0.0.0.0/8",  # "this network"; 0.0.0.0 reaches the node itself
+    "169.254.0.0/16",  # link-local: AWS, GCP and Azure metadata, ECS task credentials
+    "100.100.100.200/32",  # Alibaba Cloud metadata
+    "224.0.0.0/4",  # multicast
+    "240.0.0.0/4",  # reserved, and broadcast
+    "::/128",
+    "fe80::/10",  # link-local
+    "fd00:ec2::254/128",  # AWS metadata over IPv6
+    "ff00::/8",  # multicast
+)
+"""Denied unless an operator says otherwise (`notify_deny_networks`)."""
+
+
+def check_webhook_url(field: str, url: str) -> str:
+    """`url` if it is an absolute http(s) URL wheel may POST to; InvalidArgument naming `field`.
+
+    Credentials in the URL are refused: secrets never travel in URLs (the
+    signature authenticates wheel to the receiver instead).
+    """
+    if len(url) > MAX_URL_LENGTH:
+        raise InvalidArgument(field, f"longer than {MAX_URL_LENGTH} characters")
+    if any(c.isspace() or not c.isprintable() for c in url):
+        raise InvalidArgument(field, "must not contain spaces or control characters")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise InvalidArgument(field, f"not a URL: {exc}") from None
+    if parts.scheme not in ("http", "https"):
+        raise InvalidArgument(field, "must start with http:// or https://")
+    if not parts.hostname:
+        raise InvalidArgument(field, "names no host")
+    if parts.username is not None or parts.password is not None:
+        raise InvalidArgument(
+            field, "must not carry credentials: receivers check the Wheel-Signature header"
+        )
+    if parts.fragment:
+        raise InvalidArgument(field, "must not have a #fragment")
+    if port == 0:
+        raise InvalidArgument(field, "port 0 is not a port")
+    return url
+
+
+def literal_address(url: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The IP address a URL names literally, or None when it names a host."""
+    host = urlsplit(url).hostname or ""
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        return None
+
+
+def notify_statuses(field: str, statuses: Iterable[ExecutionStatus]) -> tuple[ExecutionStatus, ...]:
+    """The statuses to announce, deduplicated in a fixed order; the default when none."""
+    chosen = set(statuses)
+    for status in chosen:
+        if status not in NOTIFIABLE:
+            allowed = ", ".join(s.value for s in NOTIFIABLE)
+            raise InvalidArgument(field, f"{status.value} is not one of {allowed}")
+    return tuple(s for s in NOTIFIABLE if s in chosen) or DEFAULT_NOTIFY_ON
+
+
+def redacted(url: str) -> str:
+    """The URL without its query: what explain and logs show (a query may hold a secret)."""
+    parts = urlsplit(url)
+    return parts._replace(query="", fragment="").geturl() + ("?…" if parts.query else "")
+
+
+@dataclass(frozen=True, slots=True)
+class Webhook:
+    """A tenant's notification settings."""
+
+    url: str
+    """Empty: no tenant-wide webhook (a job may still name its own)."""
+    on: tuple[ExecutionStatus, ...]
+    secret: str
+    """Signs every notification (HMAC-SHA256); made by wheel, rotated on request."""
+    secret_rotated_at: datetime | None
+
+
+class DeliveryState:
+    """Where one notification is: a plain string so the store and explain agree on the words."""
+
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    GAVE_UP = "gave_up"
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One notification of a run and how its delivery went so far."""
+
+    id: str
+    status: ExecutionStatus
+    """The run's status it announces."""
+    url: str
+    state: str
+    """A `DeliveryState` value."""
+    tries: int
+    created_at: datetime
+    next_at: datetime | None
+    """When the next try is due; None once delivered or given up."""
+    delivered_at: datetime | None
+    last_error: str | None
+    last_status_code: int | None

@@ -1,0 +1,29 @@
+"""One sentence for a run that has settled where a person may look at it.
+
+Explain answers with it, and every notification carries it, so the words
+a receiver gets are the words `wheel executions explain` shows.
+"""
+
+from __future__ import annotations
+
+from wheel.errors import first_line
+from wheel.model.executions import ExecutionStatus
+
+
+def settled(
+    status: ExecutionStatus, *, attempt: int, error: str | None, reason: str | None
+) -> str | None:
+    """Why a dead, needs_review or skipped run is so; None for any other status."""
+    if status is ExecutionStatus.DEAD:
+        return (
+            f"failed all {attempt} attempts (last error: {first_line(error) or 'none'}); "
+            "retry it with `wheel executions retry`"
+        )
+    if status is ExecutionStatus.NEEDS_REVIEW:
+        return (
+            f"attempt {attempt} failed or was lost and the job is not idempotent: "
+            "a person decides (`wheel executions retry` or `cancel`)"
+        )
+    if status is ExecutionStatus.SKIPPED:
+        return f"not run: {reason or 'skipped'}"
+    return None
