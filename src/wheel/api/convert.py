@@ -268,6 +268,7 @@ def policies_from(message: pb.JobPolicies, field: str = "policies") -> mj.Polici
             timeout=given(message, "timeout", f"{field}.timeout", defaults.timeout),
             priority=message.priority,
             pool=message.pool or defaults.pool,
+            notify_url=message.notify_url,
         ),
         field.removesuffix("policies"),
     )
@@ -333,6 +334,7 @@ def policies_to(policies: mj.Policies) -> pb.JobPolicies:
         timeout=to_duration(policies.timeout),
         priority=policies.priority,
         pool=policies.pool,
+        notify_url=policies.notify_url,
     )
 
 

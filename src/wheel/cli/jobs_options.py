@@ -250,6 +250,7 @@ _OPTIONS = {
     "policies.timeout": "--timeout",
     "policies.priority": "--priority",
     "policies.pool": "--pool",
+    "policies.notify_url": "--notify-url",
     "count": "--count",
     "after": "--after",
     "start": "--from",
@@ -386,6 +387,11 @@ POLICIES = (
     click.option("--timeout", type=DURATION, help="Longest a run may take (1h)."),
     click.option("--priority", type=int, help="Higher runs first when capacity is short."),
     click.option("--pool", help="Executor pool (default)."),
+    click.option(
+        "--notify-url",
+        help="POST this job's dead, needs_review and skipped runs here instead of to the "
+        "tenant's webhook (`wheel notifications`).",
+    ),
 )
 
 _POLICY_FIELDS = tuple(field.name for field in dataclasses.fields(Policies))

@@ -18,6 +18,7 @@ from wheel.cli.cluster import executors, nodes
 from wheel.cli.dev import dev
 from wheel.cli.executor import executor
 from wheel.cli.jobs import executions, jobs
+from wheel.cli.notifications import notifications
 from wheel.cli.scheduler import scheduler
 from wheel.errors import WheelError
 
@@ -96,6 +97,7 @@ cli.add_command(tokens)
 cli.add_command(executor)
 cli.add_command(nodes)
 cli.add_command(executors)
+cli.add_command(notifications)
 
 
 def main() -> None:

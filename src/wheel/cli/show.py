@@ -20,6 +20,7 @@ from wheel.client.apply import Action
 from wheel.durations import readable
 from wheel.errors import first_line
 from wheel.model.jobs import DstFold, DstGap, Policies, Schedule, ScheduleKind
+from wheel.model.notifications import redacted
 
 if TYPE_CHECKING:
     from wheel.client import types
@@ -75,6 +76,7 @@ def describe_policies(p: Policies) -> str:
         f"{'idempotent' if p.idempotent else 'not idempotent'}, misfire {p.misfire} "
         f"(grace {span(p.misfire_grace)}, replay cap {p.misfire_replay_cap}), "
         f"overlap {p.overlap}, timeout {span(p.timeout)}, priority {p.priority}, pool {p.pool}"
+        + (f", notifies {redacted(p.notify_url)}" if p.notify_url else "")
     )
 
 

@@ -10,7 +10,8 @@
 - `schedules`: `now()`, `at(instant)`, `cron(expression, zone, ...)`;
 - `types`: what calls return (frozen dataclasses, the model's enums);
 - `transport`: endpoints, token, TLS, failover and retry;
-- `messages`: protobuf answers as `types`.
+- `messages`: protobuf answers as `types`;
+- `verify_webhook`: a receiver's check of a notification's Wheel-Signature.
 """
 
 from wheel.client.aio import AsyncClient
@@ -31,7 +32,9 @@ from wheel.client.types import (
     Partition,
     Step,
     Verdict,
+    Webhook,
 )
+from wheel.notify.signature import verify as verify_webhook
 
 __all__ = [
     "AsyncClient",
@@ -50,7 +53,9 @@ __all__ = [
     "Partition",
     "Step",
     "Verdict",
+    "Webhook",
     "at",
     "cron",
     "now",
+    "verify_webhook",
 ]

@@ -39,6 +39,7 @@ from wheel.api.convert import schedule_to
 from wheel.client import apply, batching, messages, requests
 from wheel.client import types as t
 from wheel.client.apply import ApplyPlan
+from wheel.client.cluster_calls import TenantAndClusterCalls
 from wheel.client.requests import JobRef
 from wheel.client.transport import Settings, Transport
 from wheel.errors import InvalidArgument
@@ -47,7 +48,7 @@ from wheel.model.jobs import JobSpec, Policies, Schedule
 from wheel.timestamps import to_timestamp
 
 
-class AsyncClient:
+class AsyncClient(TenantAndClusterCalls):
     """An asyncio client of wheel's public API, talking to any of several nodes.
 
         async with wheel.AsyncClient("node-a:7070,node-b:7070", token="whl_...") as client:
@@ -421,26 +422,3 @@ class AsyncClient:
         return messages.execution(
             await self._transport.call(lambda s: s.executions.CancelExecution, request, retry=True)
         )
-
-    # -- cluster ----------------------------------------------------------------------------
-
-    async def nodes(self) -> list[t.Node]:
-        """The scheduler nodes etcd lists, with the partitions each holds."""
-        response = await self._transport.call(
-            lambda s: s.cluster.ListNodes, api.ListNodesRequest(), retry=True
-        )
-        return [messages.node(item) for item in response.nodes]
-
-    async def partitions(self) -> list[t.Partition]:
-        """Every partition, its owner (None between owners) and its epoch."""
-        response = await self._transport.call(
-            lambda s: s.cluster.ListPartitions, api.ListPartitionsRequest(), retry=True
-        )
-        return [messages.partition(item) for item in response.partitions]
-
-    async def executors(self) -> list[t.ExecutorInfo]:
-        """The executors connected to the cluster: pools, task types, capacity."""
-        response = await self._transport.call(
-            lambda s: s.cluster.ListExecutors, api.ListExecutorsRequest(), retry=True
-        )
-        return [messages.executor(item) for item in response.executors]

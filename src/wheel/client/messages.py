@@ -192,6 +192,17 @@ def partition(message: api.PartitionOwner) -> t.Partition:
     )
 
 
+def webhook(message: api.Webhook) -> t.Webhook:
+    return t.Webhook(
+        url=message.url,
+        on=tuple(EXECUTION_STATUS_FROM[s] for s in message.on if s in EXECUTION_STATUS_FROM),
+        secret=message.secret,
+        secret_rotated_at=to_datetime(message.secret_rotated_at)
+        if message.HasField("secret_rotated_at")
+        else None,
+    )
+
+
 def executor(message: api.ExecutorInfo) -> t.ExecutorInfo:
     return t.ExecutorInfo(
         executor_id=message.executor_id,

@@ -198,6 +198,8 @@ class Client:
     backfill_job = _blocking(AsyncClient.backfill_job)
     list_executions = _blocking(AsyncClient.list_executions)
     executions = _iterating(AsyncClient.executions)
+    webhook = _blocking(AsyncClient.webhook)
+    set_webhook = _blocking(AsyncClient.set_webhook)
     get_execution = _blocking(AsyncClient.get_execution)
     explain_execution = _blocking(AsyncClient.explain_execution)
     explain_occurrence = _blocking(AsyncClient.explain_occurrence)

@@ -130,13 +130,14 @@ class Settings:
 
 
 class Stubs:
-    """The three services' stubs over one endpoint's channel."""
+    """The services' stubs over one endpoint's channel."""
 
     def __init__(self, channel: grpc.aio.Channel) -> None:
         self.channel = channel
         self.jobs = api_grpc.JobsStub(channel)
         self.executions = api_grpc.ExecutionsStub(channel)
         self.cluster = api_grpc.ClusterStub(channel)
+        self.notifications = api_grpc.NotificationsStub(channel)
 
 
 class Transport:

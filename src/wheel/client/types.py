@@ -19,6 +19,7 @@ from typing import Generic, TypeVar
 from wheel.model.executions import ExecutionStatus, Outcome, Trigger
 from wheel.model.ids import ExecutionId, JobId
 from wheel.model.jobs import JobSpec, JobStatus, Policies, Schedule
+from wheel.model.notifications import Webhook as Webhook  # the tenant's settings, as is
 
 T = TypeVar("T")
 

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 
 from wheel.errors import InvalidArgument
 from wheel.model.ids import JobId, PartitionId, TenantId
+from wheel.model.notifications import check_webhook_url
 
 MAX_NAME_LENGTH = 200
 MAX_ATTEMPTS = 100
@@ -134,6 +135,8 @@ class Policies:
     timeout: timedelta = timedelta(hours=1)
     priority: int = 0
     pool: str = "default"
+    notify_url: str = ""
+    """Where this job's notifications go; empty: its tenant's webhook (if it has one)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_attempts <= MAX_ATTEMPTS:
@@ -158,6 +161,8 @@ class Policies:
         check_text("policies.pool", self.pool, MAX_POOL_LENGTH)
         if not -(2**31) <= self.priority < 2**31:
             raise InvalidArgument("policies.priority", "must fit in 32 bits")
+        if self.notify_url:
+            check_webhook_url("policies.notify_url", self.notify_url)
 
 
 @dataclass(frozen=True, slots=True)

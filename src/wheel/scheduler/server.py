@@ -23,6 +23,7 @@ from wheel.api.server.cluster import ClusterApi
 from wheel.api.server.executions import ExecutionsApi
 from wheel.api.server.explain import Explainer
 from wheel.api.server.jobs import MAX_REQUEST_BYTES, JobsApi
+from wheel.api.server.notifications import NotificationsApi
 from wheel.api.server.rpc import SERVICE_NAMES, add_services
 from wheel.api.server.served import ServedView
 from wheel.coordinator.etcd import Etcd
@@ -78,6 +79,7 @@ async def serve(
         ).service(),
         ExecutionsApi(api_store, explainer).service(),
         ClusterApi(etcd, layout, served).service(),
+        NotificationsApi(api_store).service(),
     ]
     add_services(server, Authenticator(api_store.tenants, ttl_s=config.token_cache_s), api_services)
     health_servicer = health.aio.HealthServicer()

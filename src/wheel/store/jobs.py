@@ -78,6 +78,7 @@ def spec_params(spec: JobSpec) -> dict[str, Any]:
         "timeout_ms": _ms(policies.timeout),
         "priority": policies.priority,
         "pool": policies.pool,
+        "notify_url": policies.notify_url,
     }
 
 
@@ -111,6 +112,7 @@ def job_from_row(row: dict[str, Any]) -> Job:
             timeout=row["timeout_ms"] * ms,
             priority=row["priority"],
             pool=row["pool"],
+            notify_url=row["notify_url"],
         ),
     )
     return Job(
@@ -146,6 +148,7 @@ _JOB_COLUMNS = (
     "time_zone", "starts_at", "ends_at", "smear_ms", "dst_gap", "dst_fold", "max_attempts",
     "backoff_base_ms", "backoff_cap_ms", "idempotent", "misfire", "misfire_grace_ms",
     "misfire_replay_cap", "overlap", "timeout_ms", "priority", "pool",
+    "notify_url",
 )  # fmt: skip
 """The columns of insert_jobs, each sent as one array."""
 

@@ -28,6 +28,7 @@ from wheel.errors import NotFound, first_line
 from wheel.model.executions import Execution, ExecutionStatus, Trigger
 from wheel.model.ids import ExecutionKey, TenantId
 from wheel.model.jobs import Job, JobStatus, OverlapPolicy, ScheduleKind
+from wheel.model.notifications import Delivery, DeliveryState, redacted
 from wheel.model.summaries import settled
 from wheel.schedule import compile_schedule
 from wheel.store import Store
@@ -80,6 +81,8 @@ class Explainer:
             verdict, summary = self._absent(job, key)
         else:
             result.execution.CopyFrom(convert.execution_to(execution))
+            for delivery in await self._store.outbox.of_run(tenant, key):
+                _notified(result, delivery)
             self._path(result, execution)
             verdict, summary = await self._state(result, job, execution)
         result.verdict = verdict
@@ -299,6 +302,33 @@ class Explainer:
         return V.NOT_MATERIALISED, (
             "no record of it: dropped by retention, or made and superseded before an edit"
         )
+
+
+def _notified(result: api.Explanation, delivery: Delivery) -> None:
+    """A step for one notification of the run: sent, given up, or still being tried."""
+    about = f"{delivery.status.value} to {redacted(delivery.url)}"
+    tries = f"{delivery.tries} {'try' if delivery.tries == 1 else 'tries'}"
+    if delivery.state == DeliveryState.DELIVERED:
+        code = f"HTTP {delivery.last_status_code}" if delivery.last_status_code else "sent"
+        _step(result, delivery.delivered_at, "notified", f"{about}: {code} after {tries}")
+    elif delivery.state == DeliveryState.GAVE_UP:
+        _step(
+            result,
+            delivery.delivered_at,
+            "notification given up",
+            f"{about}: {tries}, the last: {delivery.last_error or 'no answer'}",
+        )
+    elif delivery.last_error:
+        next_at = _when(delivery.next_at) if delivery.next_at else "soon"
+        _step(
+            result,
+            delivery.created_at,
+            "notification pending",
+            f"{about}: {tries} failed, the last: {delivery.last_error}; next try at {next_at}",
+        )
+    else:
+        being = f"being sent (try {delivery.tries})" if delivery.tries else "not sent yet"
+        _step(result, delivery.created_at, "notification pending", f"{about}: {being}")
 
 
 def _step(result: api.Explanation, at: datetime | None, what: str, detail: str) -> None:

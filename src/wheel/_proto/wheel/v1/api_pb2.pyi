@@ -338,3 +338,29 @@ class ListExecutorsResponse(_message.Message):
     EXECUTORS_FIELD_NUMBER: _ClassVar[int]
     executors: _containers.RepeatedCompositeFieldContainer[ExecutorInfo]
     def __init__(self, executors: _Optional[_Iterable[_Union[ExecutorInfo, _Mapping]]] = ...) -> None: ...
+
+class GetWebhookRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class SetWebhookRequest(_message.Message):
+    __slots__ = ("url", "on", "rotate_secret")
+    URL_FIELD_NUMBER: _ClassVar[int]
+    ON_FIELD_NUMBER: _ClassVar[int]
+    ROTATE_SECRET_FIELD_NUMBER: _ClassVar[int]
+    url: str
+    on: _containers.RepeatedScalarFieldContainer[_common_pb2.ExecutionStatus]
+    rotate_secret: bool
+    def __init__(self, url: _Optional[str] = ..., on: _Optional[_Iterable[_Union[_common_pb2.ExecutionStatus, str]]] = ..., rotate_secret: _Optional[bool] = ...) -> None: ...
+
+class Webhook(_message.Message):
+    __slots__ = ("url", "on", "secret", "secret_rotated_at")
+    URL_FIELD_NUMBER: _ClassVar[int]
+    ON_FIELD_NUMBER: _ClassVar[int]
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    SECRET_ROTATED_AT_FIELD_NUMBER: _ClassVar[int]
+    url: str
+    on: _containers.RepeatedScalarFieldContainer[_common_pb2.ExecutionStatus]
+    secret: str
+    secret_rotated_at: _timestamp_pb2.Timestamp
+    def __init__(self, url: _Optional[str] = ..., on: _Optional[_Iterable[_Union[_common_pb2.ExecutionStatus, str]]] = ..., secret: _Optional[str] = ..., secret_rotated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...

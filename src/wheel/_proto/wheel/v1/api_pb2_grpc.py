@@ -794,6 +794,128 @@ class Executions:
             _registered_method=True)
 
 
+class NotificationsStub:
+    """Notifications: the tenant's webhook for runs that need a person. A job may
+    name its own URL instead (JobPolicies.notify_url); the tenant's secret signs both.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.GetWebhook = channel.unary_unary(
+                '/wheel.v1.Notifications/GetWebhook',
+                request_serializer=wheel_dot_v1_dot_api__pb2.GetWebhookRequest.SerializeToString,
+                response_deserializer=wheel_dot_v1_dot_api__pb2.Webhook.FromString,
+                _registered_method=True)
+        self.SetWebhook = channel.unary_unary(
+                '/wheel.v1.Notifications/SetWebhook',
+                request_serializer=wheel_dot_v1_dot_api__pb2.SetWebhookRequest.SerializeToString,
+                response_deserializer=wheel_dot_v1_dot_api__pb2.Webhook.FromString,
+                _registered_method=True)
+
+
+class NotificationsServicer:
+    """Notifications: the tenant's webhook for runs that need a person. A job may
+    name its own URL instead (JobPolicies.notify_url); the tenant's secret signs both.
+    """
+
+    def GetWebhook(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SetWebhook(self, request, context):
+        """Replace the tenant's webhook; an empty url turns it off (jobs' own URLs stay).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_NotificationsServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'GetWebhook': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetWebhook,
+                    request_deserializer=wheel_dot_v1_dot_api__pb2.GetWebhookRequest.FromString,
+                    response_serializer=wheel_dot_v1_dot_api__pb2.Webhook.SerializeToString,
+            ),
+            'SetWebhook': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetWebhook,
+                    request_deserializer=wheel_dot_v1_dot_api__pb2.SetWebhookRequest.FromString,
+                    response_serializer=wheel_dot_v1_dot_api__pb2.Webhook.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'wheel.v1.Notifications', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('wheel.v1.Notifications', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class Notifications:
+    """Notifications: the tenant's webhook for runs that need a person. A job may
+    name its own URL instead (JobPolicies.notify_url); the tenant's secret signs both.
+    """
+
+    @staticmethod
+    def GetWebhook(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wheel.v1.Notifications/GetWebhook',
+            wheel_dot_v1_dot_api__pb2.GetWebhookRequest.SerializeToString,
+            wheel_dot_v1_dot_api__pb2.Webhook.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetWebhook(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/wheel.v1.Notifications/SetWebhook',
+            wheel_dot_v1_dot_api__pb2.SetWebhookRequest.SerializeToString,
+            wheel_dot_v1_dot_api__pb2.Webhook.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
 class ClusterStub:
     """The cluster as etcd sees it; no tenant data.
     """

@@ -258,6 +258,52 @@ class ExecutionsServicer(metaclass=_abc_1.ABCMeta):
 
 def add_ExecutionsServicer_to_server(servicer: ExecutionsServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 
+class NotificationsStub:
+    """Notifications: the tenant's webhook for runs that need a person. A job may
+    name its own URL instead (JobPolicies.notify_url); the tenant's secret signs both.
+    """
+
+    @_typing.overload
+    def __new__(cls, channel: _grpc.Channel) -> _Self: ...
+    @_typing.overload
+    def __new__(cls, channel: _aio.Channel) -> NotificationsAsyncStub: ...
+    GetWebhook: _grpc.UnaryUnaryMultiCallable[_api_pb2.GetWebhookRequest, _api_pb2.Webhook]
+    SetWebhook: _grpc.UnaryUnaryMultiCallable[_api_pb2.SetWebhookRequest, _api_pb2.Webhook]
+    """Replace the tenant's webhook; an empty url turns it off (jobs' own URLs stay)."""
+
+@_typing.type_check_only
+class NotificationsAsyncStub(NotificationsStub):
+    """Notifications: the tenant's webhook for runs that need a person. A job may
+    name its own URL instead (JobPolicies.notify_url); the tenant's secret signs both.
+    """
+
+    def __init__(self, channel: _aio.Channel) -> None: ...
+    GetWebhook: _aio.UnaryUnaryMultiCallable[_api_pb2.GetWebhookRequest, _api_pb2.Webhook]  # type: ignore[assignment]
+    SetWebhook: _aio.UnaryUnaryMultiCallable[_api_pb2.SetWebhookRequest, _api_pb2.Webhook]  # type: ignore[assignment]
+    """Replace the tenant's webhook; an empty url turns it off (jobs' own URLs stay)."""
+
+class NotificationsServicer(metaclass=_abc_1.ABCMeta):
+    """Notifications: the tenant's webhook for runs that need a person. A job may
+    name its own URL instead (JobPolicies.notify_url); the tenant's secret signs both.
+    """
+
+    @_abc_1.abstractmethod
+    def GetWebhook(
+        self,
+        request: _api_pb2.GetWebhookRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_api_pb2.Webhook, _abc.Awaitable[_api_pb2.Webhook]]: ...
+
+    @_abc_1.abstractmethod
+    def SetWebhook(
+        self,
+        request: _api_pb2.SetWebhookRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_api_pb2.Webhook, _abc.Awaitable[_api_pb2.Webhook]]:
+        """Replace the tenant's webhook; an empty url turns it off (jobs' own URLs stay)."""
+
+def add_NotificationsServicer_to_server(servicer: NotificationsServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
+
 class ClusterStub:
     """The cluster as etcd sees it; no tenant data."""
 

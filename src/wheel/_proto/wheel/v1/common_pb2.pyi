@@ -133,7 +133,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., backoff_base: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., backoff_cap: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class JobPolicies(_message.Message):
-    __slots__ = ("retry", "idempotent", "misfire", "misfire_grace", "misfire_replay_cap", "overlap", "timeout", "priority", "pool")
+    __slots__ = ("retry", "idempotent", "misfire", "misfire_grace", "misfire_replay_cap", "overlap", "timeout", "priority", "pool", "notify_url")
     RETRY_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENT_FIELD_NUMBER: _ClassVar[int]
     MISFIRE_FIELD_NUMBER: _ClassVar[int]
@@ -143,6 +143,7 @@ class JobPolicies(_message.Message):
     TIMEOUT_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     POOL_FIELD_NUMBER: _ClassVar[int]
+    NOTIFY_URL_FIELD_NUMBER: _ClassVar[int]
     retry: RetryPolicy
     idempotent: bool
     misfire: MisfirePolicy
@@ -152,7 +153,8 @@ class JobPolicies(_message.Message):
     timeout: _duration_pb2.Duration
     priority: int
     pool: str
-    def __init__(self, retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: _Optional[bool] = ..., misfire: _Optional[_Union[MisfirePolicy, str]] = ..., misfire_grace: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., misfire_replay_cap: _Optional[int] = ..., overlap: _Optional[_Union[OverlapPolicy, str]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., priority: _Optional[int] = ..., pool: _Optional[str] = ...) -> None: ...
+    notify_url: str
+    def __init__(self, retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: _Optional[bool] = ..., misfire: _Optional[_Union[MisfirePolicy, str]] = ..., misfire_grace: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., misfire_replay_cap: _Optional[int] = ..., overlap: _Optional[_Union[OverlapPolicy, str]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., priority: _Optional[int] = ..., pool: _Optional[str] = ..., notify_url: _Optional[str] = ...) -> None: ...
 
 class Job(_message.Message):
     __slots__ = ("id", "name", "task_type", "payload", "schedule", "policies", "status", "version", "created_at", "updated_at", "warnings", "last_run", "next_run_at")
