@@ -39,7 +39,7 @@ _ERROR_LIMIT = 300
 class SendSettings:
     timeout_s: float = 10.0
     """The longest one POST may take, connecting included."""
-    max_tries: int = 16
+    max_tries: int = 30
     backoff_base_s: float = 2.0
     backoff_cap_s: float = 3600.0
     batch: int = 64

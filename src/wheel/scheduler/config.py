@@ -105,8 +105,9 @@ class SchedulerConfig:
     """How often the node looks for notifications due to be sent."""
     notify_timeout_s: float = 10.0
     """The longest one notification's POST may take before it counts as failed."""
-    notify_max_tries: int = 16
-    """Tries of one notification before it is given up (backoff 2 s doubling to 1 h)."""
+    notify_max_tries: int = 30
+    """Tries of one notification before it is given up: backoff from 2 s doubling to 1 h,
+    so 30 tries span 9.5 to 19 hours (a receiver down overnight still gets it)."""
     notify_deny_networks: str = ",".join(DEFAULT_DENIED)
     """Comma-separated networks notifications are never sent to (link-local, metadata...).
     A shared deployment adds its private ranges; empty denies nothing."""
