@@ -10,45 +10,19 @@ from datetime import UTC, datetime, timedelta
 from tests.integration.store import factories as make
 from wheel.model.executions import AttemptResult, ExecutionStatus, Outcome
 from wheel.model.ids import ExecutionKey, PartitionId
-from wheel.model.jobs import Job
 from wheel.model.notifications import DeliveryState
-from wheel.model.tenants import Tenant
 from wheel.store import Store
 
-HOOK = "https://hooks.example.com/wheel"
+HOOK = make.HOOK
 S = ExecutionStatus
-
-
-async def fail_until_settled(store: Store, job: Job, at: datetime, attempts: int) -> ExecutionKey:
-    """`job`'s run at `at` through `attempts` failed attempts, claimed and recorded as nodes do."""
-    key = ExecutionKey(job.id, at)
-    await store.occurrences.insert([make.occurrence(job, at)])
-    epochs = {PartitionId(job.partition): 1}
-    await store.occurrences.set_epochs(epochs, node_id="n")
-    for n in range(attempts):
-        (claim,) = await store.occurrences.claim([key], epochs, lease_s=30)
-        await store.occurrences.record_results(
-            [
-                AttemptResult(
-                    key, claim.fence, Outcome.FAILED, executor_id="ex", error=f"boom {n}\ntrace"
-                )
-            ]
-        )
-    return key
-
-
-async def hooked(store: Store, on: tuple[S, ...] = (S.DEAD, S.NEEDS_REVIEW)) -> Tenant:
-    owner = await make.tenant(store)
-    await store.webhooks.set(owner.id, url=HOOK, on=on)
-    return owner
 
 
 async def test_a_run_that_goes_dead_leaves_one_notification_with_what_it_became(
     store: Store,
 ) -> None:
-    owner = await hooked(store)
+    owner = await make.hooked(store)
     job = await make.job(store, owner, max_attempts=2, backoff_base=timedelta(0))
-    key = await fail_until_settled(store, job, make.soon(), 2)
+    key = await make.failed_run(store, job, make.soon(), 2)
     (due,) = await store.outbox.claim("node-a", limit=10, lease_s=30)
     assert (due.key, due.status, due.attempt, due.url) == (key, S.DEAD, 2, HOOK)
     assert due.error is not None
@@ -62,12 +36,12 @@ async def test_a_run_that_goes_dead_leaves_one_notification_with_what_it_became(
 async def test_no_webhook_means_no_notification_and_a_retry_notifies_again(store: Store) -> None:
     quiet = await make.tenant(store)
     job = await make.job(store, quiet, max_attempts=1)
-    await fail_until_settled(store, job, make.soon(), 1)
+    await make.failed_run(store, job, make.soon(), 1)
     assert await store.outbox.claim("node-a", limit=10, lease_s=30) == []
 
-    owner = await hooked(store)
+    owner = await make.hooked(store)
     job = await make.job(store, owner, max_attempts=1)
-    key = await fail_until_settled(store, job, make.soon(), 1)
+    key = await make.failed_run(store, job, make.soon(), 1)
     await store.executions.retry(owner.id, key)
     epochs = {PartitionId(job.partition): 1}
     (claim,) = await store.occurrences.claim([key], epochs, lease_s=30)
@@ -79,15 +53,15 @@ async def test_no_webhook_means_no_notification_and_a_retry_notifies_again(store
 async def test_a_jobs_own_url_wins_and_notifies_without_a_tenant_webhook(store: Store) -> None:
     owner = await make.tenant(store)
     job = await make.job(store, owner, max_attempts=1, notify_url="http://127.0.0.1:9/own")
-    await fail_until_settled(store, job, make.soon(), 1)
+    await make.failed_run(store, job, make.soon(), 1)
     (due,) = await store.outbox.claim("node-a", limit=10, lease_s=30)
     assert due.url == "http://127.0.0.1:9/own"
 
 
 async def test_needs_review_is_announced_and_skipped_only_when_asked_for(store: Store) -> None:
-    owner = await hooked(store)
+    owner = await make.hooked(store)
     careful = await make.job(store, owner, idempotent=False)
-    review = await fail_until_settled(store, careful, make.soon(), 1)
+    review = await make.failed_run(store, careful, make.soon(), 1)
     skipping = await make.job(store, owner)
     at = make.soon() + timedelta(minutes=1)
     await store.occurrences.insert([make.occurrence(skipping, at)])
@@ -108,7 +82,7 @@ async def test_needs_review_is_announced_and_skipped_only_when_asked_for(store: 
 
 
 async def test_a_run_inserted_skipped_by_the_misfire_policy_is_announced(store: Store) -> None:
-    owner = await hooked(store, on=(S.SKIPPED,))
+    owner = await make.hooked(store, on=(S.SKIPPED,))
     job = await make.job(store, owner)
     at = make.soon()
     await store.occurrences.insert(
@@ -119,9 +93,9 @@ async def test_a_run_inserted_skipped_by_the_misfire_policy_is_announced(store: 
 
 
 async def test_a_taken_notification_is_no_other_senders_until_its_lease_ends(store: Store) -> None:
-    owner = await hooked(store)
+    owner = await make.hooked(store)
     job = await make.job(store, owner, max_attempts=1)
-    await fail_until_settled(store, job, make.soon(), 1)
+    await make.failed_run(store, job, make.soon(), 1)
     (first,) = await store.outbox.claim("node-a", limit=10, lease_s=0.3)
     assert await store.outbox.claim("node-b", limit=10, lease_s=30) == []
     await asyncio.sleep(0.4)  # the lease is a span of the database's clock: let it pass
@@ -141,11 +115,11 @@ async def test_a_taken_notification_is_no_other_senders_until_its_lease_ends(sto
 
 
 async def test_concurrent_senders_never_take_the_same_notification(store: Store) -> None:
-    owner = await hooked(store)
+    owner = await make.hooked(store)
     job = await make.job(store, owner, max_attempts=1)
     start = make.soon()
     for n in range(20):
-        await fail_until_settled(store, job, start + timedelta(minutes=n), 1)
+        await make.failed_run(store, job, start + timedelta(minutes=n), 1)
     batches = await asyncio.gather(
         *(store.outbox.claim(f"node-{n}", limit=7, lease_s=30) for n in range(4))
     )
@@ -154,10 +128,10 @@ async def test_concurrent_senders_never_take_the_same_notification(store: Store)
 
 
 async def test_delivered_and_abandoned_ones_are_pruned_and_pending_ones_kept(store: Store) -> None:
-    owner = await hooked(store)
+    owner = await make.hooked(store)
     job = await make.job(store, owner, max_attempts=1)
     start = make.soon()
-    keys = [await fail_until_settled(store, job, start + timedelta(minutes=n), 1) for n in range(3)]
+    keys = [await make.failed_run(store, job, start + timedelta(minutes=n), 1) for n in range(3)]
     delivered, abandoned, pending = sorted(
         await store.outbox.claim("node-a", limit=10, lease_s=30), key=lambda d: d.key.scheduled_for
     )
@@ -172,22 +146,22 @@ async def test_delivered_and_abandoned_ones_are_pruned_and_pending_ones_kept(sto
 
 
 async def test_another_tenant_sees_none_of_a_runs_notifications(store: Store) -> None:
-    owner = await hooked(store)
+    owner = await make.hooked(store)
     other = await make.tenant(store)
     job = await make.job(store, owner, max_attempts=1)
-    key = await fail_until_settled(store, job, make.soon(), 1)
+    key = await make.failed_run(store, job, make.soon(), 1)
     assert len(await store.outbox.of_run(owner.id, key)) == 1
     assert await store.outbox.of_run(other.id, key) == []
 
 
 async def test_a_rotated_secret_signs_beside_the_new_one_for_a_day(store: Store) -> None:
-    owner = await hooked(store)
+    owner = await make.hooked(store)
     before = (await store.webhooks.get(owner.id)).secret
     rotated = await store.webhooks.set(owner.id, url=HOOK, on=(S.DEAD,), rotate_secret=True)
     assert rotated.secret != before
     assert rotated.secret_rotated_at is not None
     job = await make.job(store, owner, max_attempts=1)
-    await fail_until_settled(store, job, make.soon(), 1)
+    await make.failed_run(store, job, make.soon(), 1)
     (due,) = await store.outbox.claim("node-a", limit=10, lease_s=30)
     assert due.secrets == (rotated.secret, before)
     unchanged = await store.webhooks.set(owner.id, url="", on=(S.DEAD,))
