@@ -14,6 +14,7 @@ from tests.services import delete_cluster_keys
 from wheel.local import LocalServices
 from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.node import SchedulerNode
+from wheel.store import Store
 
 
 @pytest.fixture
@@ -48,3 +49,10 @@ async def start_node(
     for node in nodes:
         with contextlib.suppress(Exception):
             await node.stop()
+
+
+@pytest.fixture
+async def token(store: Store) -> str:
+    tenant = await store.tenants.create(f"sdk-{uuid.uuid4().hex[:6]}")
+    _, secret = await store.tenants.create_token(tenant.id, "sdk test")
+    return secret

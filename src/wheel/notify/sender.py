@@ -50,8 +50,9 @@ class SendSettings:
 
     @property
     def lease_s(self) -> float:
-        """How long a taken notification is this node's: a try's timeout and some margin."""
-        return self.timeout_s + 20.0
+        """How long a taken notification is this node's: twice a try's timeout and a margin
+        (then a node that died mid-try leaves it to the others)."""
+        return 2 * self.timeout_s + 5.0
 
 
 @dataclass(frozen=True, slots=True)

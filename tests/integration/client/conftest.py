@@ -1,14 +1,11 @@
-"""A started node and a tenant's token: what the SDK and CLI tests call."""
+"""A started node: what the SDK and CLI tests call (with the `token` of tests/integration)."""
 
 from __future__ import annotations
-
-import uuid
 
 import pytest
 
 from tests.integration.nodes import NodeFactory
 from wheel.scheduler.node import SchedulerNode
-from wheel.store import Store
 
 
 @pytest.fixture
@@ -16,10 +13,3 @@ async def node(start_node: NodeFactory) -> SchedulerNode:
     started = await start_node()
     await started.ready.wait()
     return started
-
-
-@pytest.fixture
-async def token(store: Store) -> str:
-    tenant = await store.tenants.create(f"sdk-{uuid.uuid4().hex[:6]}")
-    _, secret = await store.tenants.create_token(tenant.id, "sdk test")
-    return secret
