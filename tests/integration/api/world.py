@@ -198,6 +198,25 @@ async def same_as_alices(api: Api, w: World, method: str, request: Message) -> N
     assert bobs == alices
 
 
+ALICES_HOOK = "https://alice.example/hook"
+
+
+async def own_webhook_only(api: Api, w: World, method: str, request: Message) -> None:
+    """Bob reads and sets his own webhook; alice's, and her secret, stay hers."""
+    a, b = api.alice, api.bob
+    invoked = apb.SetWebhookRequest(url=ALICES_HOOK)
+    alices = await invoke(api.channel, "/wheel.v1.Notifications/SetWebhook", invoked, a.metadata)
+    assert isinstance(alices, apb.Webhook)
+    bobs = await invoke(api.channel, method, request, b.metadata)
+    assert isinstance(bobs, apb.Webhook)
+    assert alices.secret not in str(bobs)
+    assert bobs.url != ALICES_HOOK
+    again = await invoke(api.channel, "/wheel.v1.Notifications/GetWebhook",
+                         apb.GetWebhookRequest(), a.metadata)  # fmt: skip
+    assert isinstance(again, apb.Webhook)
+    assert (again.url, again.secret) == (ALICES_HOOK, alices.secret)
+
+
 @dataclass(frozen=True)
 class Case:
     request: Callable[[World], Message]
@@ -261,6 +280,11 @@ CASES: dict[str, Case] = {
     "/wheel.v1.Cluster/ListNodes": Case(lambda w: apb.ListNodesRequest(), same_as_alices),
     "/wheel.v1.Cluster/ListPartitions": Case(lambda w: apb.ListPartitionsRequest(), same_as_alices),
     "/wheel.v1.Cluster/ListExecutors": Case(lambda w: apb.ListExecutorsRequest(), same_as_alices),
+    "/wheel.v1.Notifications/GetWebhook": Case(lambda w: apb.GetWebhookRequest(), own_webhook_only),
+    "/wheel.v1.Notifications/SetWebhook": Case(
+        lambda w: apb.SetWebhookRequest(url="https://bob.example/hook", rotate_secret=True),
+        own_webhook_only,
+    ),
 }
 
 # Requests naming alice's objects in other ways than the table's.
