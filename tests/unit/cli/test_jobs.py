@@ -61,7 +61,8 @@ def test_create_sends_the_schedule_policies_and_payload(address: str, api: FakeA
             "--start", "2027-01-01T00:00:00Z", "--dst-gap", "SKIP",
             "--payload", '{"to": "ops"}', "--max-attempts", "5", "--backoff-base", "2s",
             "--not-idempotent", "--misfire", "fire_all", "--overlap", "queue",
-            "--timeout", "10m", "--priority", "-3", "--pool", "reports", "--preview", "3")
+            "--timeout", "10m", "--priority", "-3", "--pool", "reports", "--preview", "3",
+            "--notify-url", "https://hooks.example.com/reports?team=ops")
     )  # fmt: skip
     (call,) = api.called("CreateJob")
     assert call.metadata["authorization"] == f"Bearer {TOKEN}"
@@ -79,6 +80,8 @@ def test_create_sends_the_schedule_policies_and_payload(address: str, api: FakeA
     assert sent_policies.overlap is OverlapPolicy.QUEUE
     assert sent_policies.timeout == timedelta(minutes=10)
     assert (sent_policies.priority, sent_policies.pool) == (-3, "reports")
+    assert sent_policies.notify_url == "https://hooks.example.com/reports?team=ops"
+    assert "notifies https://hooks.example.com/reports?…" in output
     assert request.payload == b'{"to": "ops"}'
     assert request.preview == 3
     job_id = request.job_id
@@ -125,6 +128,7 @@ def test_payload_from_a_file(address: str, api: FakeApi, tmp_path: Path) -> None
           "2027-01-01T00:00:00Z"], "--end", "must be after"),
         (["--now", "--misfire", "sometimes"], "--misfire", "'sometimes' is not one of"),
         (["--now", "--pool", " "], "--pool", "must not be empty"),
+        (["--now", "--notify-url", "ftp://h.example/"], "--notify-url", "must start with http"),
     ],
 )  # fmt: skip
 def test_a_bad_value_is_a_usage_error_naming_its_option(

@@ -45,12 +45,24 @@ def test_the_prefetch_defaults_to_5_s_or_half_the_lease() -> None:
         ({"lease_s": 4, "heartbeat_interval_s": 3}, "heartbeat_interval_s"),
         ({"lead_ms": -1}, "lead_ms"),
         ({"horizon_s": 10}, "horizon_s"),
+        ({"notify_deny_networks": "169.254.0.0/16,10.0.0.0/33"}, "notify_deny_networks"),
+        ({"notify_max_tries": 0}, "notify_max_tries"),
+        ({"notify_timeout_s": 0}, "notify_timeout_s"),
     ],
 )
 def test_bad_settings_name_the_field(overrides: dict[str, object], field: str) -> None:
     with pytest.raises(ConfigError) as raised:
         config(**overrides)
     assert raised.value.field == field
+
+
+def test_denied_networks_default_to_metadata_and_link_local_and_can_be_replaced() -> None:
+    assert "169.254.0.0/16" in config().denied_networks
+    assert config(notify_deny_networks=" 10.0.0.0/8 , ,fe80::/10").denied_networks == (
+        "10.0.0.0/8",
+        "fe80::/10",
+    )
+    assert config(notify_deny_networks="").denied_networks == ()
 
 
 def test_the_dsn_is_not_shown_in_repr() -> None:

@@ -10,7 +10,8 @@ reason that holds now, checked in order: paused, not due, no owner, no
 executor, its task type unserved, breaker open, behind a running run, tenant
 at its cap, just due, waiting for capacity. An occurrence that has no row is
 explained from the job's schedule: not an instant of it, outside its bounds,
-before the job existed, or not materialised yet.
+before the job existed, or not materialised yet. A run that notified (a
+webhook, `wheel.notify`) shows each notification's delivery as a step.
 """
 
 from __future__ import annotations
