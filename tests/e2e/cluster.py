@@ -52,6 +52,8 @@ class Process:
     popen: subprocess.Popen[bytes] | None = None
     starts: int = 0
     env: dict[str, str] = field(default_factory=dict)
+    exits: list[int] = field(default_factory=list)
+    """The exit codes of the runs a supervisor restarted, in order."""
 
     def start(self) -> None:
         # Tied to this process: a test or benchmark killed outright leaves no cluster behind.
@@ -140,6 +142,8 @@ class Cluster:
             for executor_id in self._supervised:
                 process = self.executors[executor_id]
                 if not process.running():
+                    assert process.popen is not None
+                    process.exits.append(process.popen.returncode)
                     process.start()
             await asyncio.sleep(0.2)  # a controller's resync period
 
