@@ -269,6 +269,7 @@ async def test_a_poison_task_ends_dead_and_does_not_walk_the_fleet(
     await settle(cluster, [job.id], "dead", within=120)
     rows = cluster.query("SELECT outcome::text FROM attempts WHERE job_id = %s", job.id)
     assert [r[0] for r in rows] == ["lease_expired"] * 3
+
     def exits() -> list[int]:
         return sorted(code for p in cluster.executors.values() for code in p.exits)
 
