@@ -63,6 +63,7 @@ bench-api: $(VENV)/.installed-test
 
 protos: $(VENV)/.installed-test
 	$(PY) scripts/gen_protos.py
+	$(PY) scripts/gen_etcd_protos.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

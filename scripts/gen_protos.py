@@ -1,4 +1,4 @@
-"""Generate wheel's protobuf and gRPC code from proto/ into src/wheel/_proto/.
+"""Generate wheel's protobuf and gRPC code from proto/ into src/wheel/_proto/wheel/.
 
 The one way generated code is made; it is committed, never edited by hand, and
 tests/unit/test_generated_protos.py fails when it drifts from proto/.
@@ -57,9 +57,10 @@ def generate(out: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         staging = Path(tmp)
         _protoc(staging, sources)
-        if out.exists():
-            shutil.rmtree(out)
-        out.mkdir(parents=True)
+        # Only wheel's own tree is replaced: out/etcd is scripts/gen_etcd_protos.py's.
+        if (out / "wheel").exists():
+            shutil.rmtree(out / "wheel")
+        out.mkdir(parents=True, exist_ok=True)
         for path in sorted(staging.rglob("*")):
             target = out / path.relative_to(staging)
             if path.is_dir():
@@ -68,7 +69,11 @@ def generate(out: Path) -> None:
             text = IMPORT.sub("from wheel._proto.wheel.v1 import", path.read_text())
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(HEADER + text)
-        for directory in [out, *(p for p in out.rglob("*") if p.is_dir())]:
+        for directory in [
+            out,
+            *(p for p in (out / "wheel").rglob("*") if p.is_dir()),
+            out / "wheel",
+        ]:
             (directory / "__init__.py").write_text(HEADER)
 
 

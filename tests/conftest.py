@@ -11,13 +11,13 @@ import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
 
-import aetcd
 import psycopg
 import pytest
 from psycopg import sql
 
 from tests.services import TEMPLATE_DATABASE, service_data_root
 from wheel import eventloop
+from wheel.coordinator.etcd import Etcd
 from wheel.eventloop import loop_factory
 from wheel.local import LocalServices
 from wheel.store import Store, migrate
@@ -75,19 +75,17 @@ async def etcd_prefix(local_services: LocalServices) -> AsyncIterator[str]:
     """An etcd key prefix of this test's own; everything under it is deleted afterwards."""
     prefix = f"/wheel-test/{uuid.uuid4().hex}/"
     yield prefix
-    client = aetcd.Client(host="127.0.0.1", port=local_services.etcd.port)
-    await client.connect()
+    client = await Etcd.connect(local_services.etcd.endpoint)
     try:
-        await client.delete_prefix(prefix.encode())
+        await client.delete_prefix(prefix)
     finally:
         await client.close()
 
 
 @pytest.fixture
-async def etcd_client(local_services: LocalServices) -> AsyncIterator[aetcd.Client]:
-    """A connected (raw aetcd) etcd client."""
-    client = aetcd.Client(host="127.0.0.1", port=local_services.etcd.port)
-    await client.connect()
+async def etcd_client(local_services: LocalServices) -> AsyncIterator[Etcd]:
+    """A connected etcd client of the test's own."""
+    client = await Etcd.connect(local_services.etcd.endpoint)
     try:
         yield client
     finally:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import aetcd
-
+from wheel.coordinator.etcd import Etcd
 from wheel.local import LocalServices
 
 TEMPLATE_DATABASE = "wheel_template"
@@ -25,9 +24,8 @@ def service_data_root() -> Path:
 
 async def delete_cluster_keys(local_services: LocalServices, cluster: str) -> None:
     """Remove everything a cluster of that name left in etcd (`/wheel/<cluster>/`)."""
-    client = aetcd.Client(host="127.0.0.1", port=local_services.etcd.port)
-    await client.connect()
+    client = await Etcd.connect(local_services.etcd.endpoint)
     try:
-        await client.delete_prefix(f"/wheel/{cluster}/".encode())
+        await client.delete_prefix(f"/wheel/{cluster}/")
     finally:
         await client.close()

@@ -33,10 +33,11 @@ async def start_node(
     nodes: list[SchedulerNode] = []
 
     async def start(node_id: str = "node-a", **overrides: Any) -> SchedulerNode:
+        etcd = overrides.pop("etcd_endpoint", f"127.0.0.1:{local_services.etcd.port}")
         config = SchedulerConfig(
             node_id=node_id,
             postgres_dsn=database_dsn,
-            etcd_endpoint=f"127.0.0.1:{local_services.etcd.port}",
+            etcd_endpoint=etcd,
             cluster=cluster,
             **fast_config(**overrides),
         )

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import uuid
 
-import aetcd
 import psycopg
 from psycopg import sql
 
 from tests.services import TEMPLATE_DATABASE
+from wheel.coordinator.etcd import Etcd
 from wheel.local import LocalServices
 
 
 async def test_a_test_can_write_to_both(
-    database_dsn: str, etcd_client: aetcd.Client, etcd_prefix: str
+    database_dsn: str, etcd_client: Etcd, etcd_prefix: str
 ) -> None:
     async with await psycopg.AsyncConnection.connect(database_dsn) as conn:
         await conn.execute("CREATE TABLE probe (id int PRIMARY KEY, note text)")
@@ -21,7 +21,7 @@ async def test_a_test_can_write_to_both(
         row = await (await conn.execute("SELECT note FROM probe WHERE id = 1")).fetchone()
     assert row == ("written",)
 
-    key = f"{etcd_prefix}probe".encode()
+    key = f"{etcd_prefix}probe"
     await etcd_client.put(key, b"written")
     got = await etcd_client.get(key)
     assert got is not None
@@ -43,11 +43,10 @@ def test_each_test_has_its_own_database(database_dsn: str, local_services: Local
 async def test_the_etcd_prefix_is_emptied_after_each_test(
     local_services: LocalServices, etcd_prefix: str
 ) -> None:
-    client = aetcd.Client(host="127.0.0.1", port=local_services.etcd.port)
-    await client.connect()
+    client = await Etcd.connect(local_services.etcd.endpoint)
     try:
         # The previous test wrote under its own prefix; nothing of any test survives it.
-        leftovers = await client.get_prefix(b"/wheel-test/")
+        leftovers, _ = await client.get_prefix("/wheel-test/")
         assert [kv.key for kv in leftovers] == []
         assert etcd_prefix.startswith("/wheel-test/")
     finally:

@@ -22,12 +22,16 @@ _HELP = {
     "instant (-1: 5000, or half of --lease-s when that is less).",
 }
 _TYPES: dict[object, type] = {"str": str, "int": int, "float": float}
+_ENVIRONMENT_ONLY = {"etcd_password": "WHEEL_ETCD_PASSWORD"}
+"""Secrets: never a flag (shell history, `ps`), only the environment or a file."""
 
 
 def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """One option per `SchedulerConfig` field: `--window-s` / `WHEEL_WINDOW_S`."""
     defaults = {f.name: f.default for f in dataclasses.fields(SchedulerConfig)}
     for field in reversed(dataclasses.fields(SchedulerConfig)):
+        if field.name in _ENVIRONMENT_ONLY:
+            continue
         kind = _TYPES[str(field.type)]
         default = defaults[field.name]
         has_default = default is not dataclasses.MISSING
@@ -53,6 +57,8 @@ def scheduler(**options: Any) -> None:
     from wheel.signals import wait_for_stop_signal
 
     options["node_id"] = options["node_id"] or f"{socket.gethostname()}-{os.getpid()}"
+    for name, variable in _ENVIRONMENT_ONLY.items():
+        options[name] = os.environ.get(variable, "")
     config = SchedulerConfig(**options)
     node = SchedulerNode(config)
     eventloop.run(node.run(wait_for_stop_signal()))

@@ -5,10 +5,9 @@ The contract: `await mirror.start()` returns once the first listing is in;
 from then on `mirror.items` follows etcd. It lists, then watches from the
 listing's revision + 1. Whenever the watch breaks — etcd restarted, a network
 blip, compaction, or it simply ends — it lists again before watching again,
-so nothing a broken stream dropped is missed. A change for a key outside the prefix means the
-client has crossed two watches (aetcd pairs watch-created replies with
-requests by order, so a create left pending by a cancelled caller answers the
-next one): the stream is not trusted, and the mirror lists and watches anew.
+so nothing a broken stream dropped is missed. A change for a key outside the
+prefix means the stream cannot be trusted (each watch has a stream of its own,
+so this is a client fault): the mirror lists and watches anew.
 Every `resync_s` it lists again beside a healthy-looking watch (changes the
 listing already holds are then skipped by revision): a bound on how long any
 silent client fault, such as a watch that stopped delivering, can go unseen.

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from wheel.coordinator.etcd import EtcdSettings
 from wheel.errors import ConfigError
 from wheel.model.notifications import DEFAULT_DENIED
 
@@ -26,7 +27,19 @@ class SchedulerConfig:
     postgres_dsn: str = field(repr=False)
     """libpq connection string of the database (kept out of repr: it may carry a password)."""
     etcd_endpoint: str
-    """host:port of an etcd member."""
+    """etcd members, comma-separated: host:port, http://host:port or https://host:port (TLS)."""
+    etcd_ca_file: str = ""
+    """PEM of the CA that signed etcd's certificates; set, etcd is reached over TLS."""
+    etcd_cert_file: str = ""
+    """PEM client certificate for an etcd that asks for one (--client-cert-auth)."""
+    etcd_key_file: str = ""
+    """PEM key of etcd_cert_file."""
+    etcd_user: str = ""
+    """etcd user, for an etcd with authentication enabled."""
+    etcd_password_file: str = ""
+    """A file holding etcd_user's password (a mounted Secret); or set WHEEL_ETCD_PASSWORD."""
+    etcd_password: str = field(default="", repr=False)
+    """etcd_user's password: from WHEEL_ETCD_PASSWORD only (never a flag), or the file."""
     cluster: str = "default"
     """Cluster name: its keys live under /wheel/<cluster>/ in etcd."""
     listen: str = "127.0.0.1:0"
@@ -112,6 +125,23 @@ class SchedulerConfig:
     """Comma-separated networks notifications are never sent to (link-local, metadata...).
     A shared deployment adds its private ranges; empty denies nothing."""
 
+    def etcd(self) -> EtcdSettings:
+        """How to reach etcd; the password read from its file when one is named."""
+        password = self.etcd_password
+        if self.etcd_password_file:
+            try:
+                password = Path(self.etcd_password_file).read_text().strip()
+            except OSError as exc:
+                raise ConfigError("etcd_password_file", f"cannot read it: {exc.strerror}") from None
+        return EtcdSettings.of(
+            self.etcd_endpoint,
+            ca_file=self.etcd_ca_file,
+            cert_file=self.etcd_cert_file,
+            key_file=self.etcd_key_file,
+            user=self.etcd_user,
+            password=password,
+        )
+
     @property
     def denied_networks(self) -> tuple[str, ...]:
         return tuple(n.strip() for n in self.notify_deny_networks.split(",") if n.strip())
@@ -133,6 +163,7 @@ class SchedulerConfig:
             raise ConfigError("postgres_dsn", "must not be empty")
         if not self.etcd_endpoint:
             raise ConfigError("etcd_endpoint", "must not be empty")
+        self.etcd().check()
         positive = (
             "partitions", "session_ttl_s", "window_s", "load_interval_s", "catch_up_interval_s",
             "materialise_interval_s", "horizon_s", "lease_s", "heartbeat_interval_s",

@@ -130,7 +130,7 @@ class SchedulerNode:
                 config.postgres_dsn, min_size=1, max_size=config.api_pool_size
             )
             resources.push_async_callback(api_store.close)
-            etcd = await Etcd.connect(config.etcd_endpoint)
+            etcd = await Etcd.connect(config.etcd())
             resources.push_async_callback(etcd.close)
             partitions = await partition_count(etcd, self._layout, config.partitions)
             metrics = NodeMetrics() if config.metrics_listen else None

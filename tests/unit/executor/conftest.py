@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 
-import aetcd
 import pytest
 
 from tests.unit.executor.helpers import Cluster, Gate
@@ -15,9 +14,7 @@ from wheel.local import LocalServices
 
 
 @pytest.fixture
-async def cluster(
-    local_services: LocalServices, etcd_client: aetcd.Client
-) -> AsyncIterator[Cluster]:
+async def cluster(local_services: LocalServices, etcd_client: Etcd) -> AsyncIterator[Cluster]:
     """A uniquely named cluster; its executors are stopped and its keys deleted afterwards."""
     layout = Layout(f"executor-test-{uuid.uuid4().hex[:10]}")
     etcd = await Etcd.connect(local_services.etcd.endpoint)
@@ -29,7 +26,7 @@ async def cluster(
             await executor.stop()
         for node in created.nodes:
             await node.stop()
-        await etcd_client.delete_prefix(layout.root.encode())
+        await etcd_client.delete_prefix(layout.root)
         await etcd.close()
 
 

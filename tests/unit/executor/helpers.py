@@ -7,8 +7,6 @@ import asyncio
 import uuid
 from typing import Any
 
-import aetcd
-
 from tests.unit.executor.fake_node import FakeNode
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout, encode
@@ -47,7 +45,7 @@ class Gate:
 
 
 class Cluster:
-    def __init__(self, layout: Layout, endpoint: str, etcd: Etcd, raw: aetcd.Client) -> None:
+    def __init__(self, layout: Layout, endpoint: str, etcd: Etcd, raw: Etcd) -> None:
         self.layout = layout
         self.endpoint = endpoint
         self.etcd = etcd
@@ -67,7 +65,7 @@ class Cluster:
         await self.etcd.put(self.layout.node(node_id), encode(document))
 
     async def unlist_node(self, node_id: str) -> None:
-        await self._raw.delete(self.layout.node(node_id).encode())
+        await self._raw.delete(self.layout.node(node_id))
 
     async def set_owner(self, partitions: int, partition: int, node_id: str) -> None:
         await self.etcd.put(self.layout.config, encode({"partitions": partitions}))
