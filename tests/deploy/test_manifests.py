@@ -235,6 +235,31 @@ def test_every_configmap_key_is_a_real_option() -> None:
     assert all(isinstance(value, str) for value in {**shared, **executor_only}.values())
 
 
+def test_the_etcd_tls_and_auth_settings_are_options_reading_the_mounted_secret() -> None:
+    """The commented WHEEL_ETCD_* lines of the ConfigMap name real options, and their files
+    lie in the StatefulSet's mount of the wheel-etcd Secret, whose keys they name."""
+    text = (BASE / "configmap.yaml").read_text()
+    commented = dict(re.findall(r"^  # (WHEEL_ETCD_[A-Z_]+): (\S+)$", text, re.MULTILINE))
+    assert set(commented) == {
+        "WHEEL_ETCD_CA_FILE", "WHEEL_ETCD_CERT_FILE", "WHEEL_ETCD_KEY_FILE", "WHEEL_ETCD_USER",
+        "WHEEL_ETCD_PASSWORD_FILE",
+    }  # fmt: skip
+    assert set(commented) <= _scheduler_names()
+    pod = _base()[("StatefulSet", "wheel-scheduler")]["spec"]["template"]["spec"]
+    (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "etcd"]
+    (volume,) = [v for v in pod["volumes"] if v["name"] == "etcd"]
+    assert volume["secret"]["secretName"] == "wheel-etcd"
+    assert volume["secret"]["optional"] is True
+    example = {d["metadata"]["name"]: d for d in _documents(BASE / "secrets.example.yaml")}[
+        "wheel-etcd"
+    ]
+    for key, value in commented.items():
+        if key.endswith("_FILE"):
+            path = Path(value)
+            assert path.parent == Path(mount["mountPath"]), key
+            assert path.name in example["stringData"], key
+
+
 def test_the_node_accepts_its_pod_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """`wheel scheduler` parses the StatefulSet's environment into a valid SchedulerConfig."""
     base = _base()
