@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
+from wheel.coordinator.etcd import EtcdSettings
 from wheel.errors import ConfigError
 
 DEFAULT_HOLD = 50_000
@@ -15,7 +16,6 @@ DEFAULT_HOLD = 50_000
 claimed and handed over before its instant (each held run costs about 1 KB)."""
 
 _KEY_PART = re.compile(r"^[A-Za-z0-9._:-]+$")
-_ENDPOINT = re.compile(r"^(http://)?[^/:\s]+:\d{1,5}$")
 
 
 def _default_pools() -> Mapping[str, int]:
@@ -29,7 +29,17 @@ class ExecutorConfig:
     cluster: str = "default"
     """Keys live under /wheel/<cluster>/."""
     etcd_endpoint: str = "http://127.0.0.1:2379"
-    """etcd client URL, `http://host:port`."""
+    """etcd members, comma-separated: host:port, http://host:port or https://host:port."""
+    etcd_ca_file: str = ""
+    """PEM of the CA that signed etcd's certificates; set, etcd is reached over TLS."""
+    etcd_cert_file: str = ""
+    """PEM client certificate for an etcd that asks for one."""
+    etcd_key_file: str = ""
+    """PEM key of etcd_cert_file."""
+    etcd_user: str = ""
+    """etcd user, for an etcd with authentication enabled."""
+    etcd_password: str = field(default="", repr=False)
+    """etcd_user's password (from WHEEL_ETCD_PASSWORD or --etcd-password-file, never a flag)."""
     task_modules: tuple[str, ...] = ()
     """Modules imported at start; their `@wheel.task` decorators register the handlers."""
     pools: Mapping[str, int] = field(default_factory=_default_pools)
@@ -62,6 +72,16 @@ class ExecutorConfig:
     tls_ca_file: str = ""
     """PEM CA bundle the nodes' certificates are checked against; empty: the system's."""
 
+    def etcd(self) -> EtcdSettings:
+        return EtcdSettings.of(
+            self.etcd_endpoint,
+            ca_file=self.etcd_ca_file,
+            cert_file=self.etcd_cert_file,
+            key_file=self.etcd_key_file,
+            user=self.etcd_user,
+            password=self.etcd_password,
+        )
+
     def __post_init__(self) -> None:
         for name in ("executor_id", "cluster"):
             value = getattr(self, name)
@@ -69,8 +89,7 @@ class ExecutorConfig:
                 raise ConfigError(
                     name, f"{value!r} must be non-empty letters, digits, '.', '_', ':' or '-'"
                 )
-        if not _ENDPOINT.match(self.etcd_endpoint):
-            raise ConfigError("etcd_endpoint", f"{self.etcd_endpoint!r} is not http://host:port")
+        self.etcd().check()
         for module in self.task_modules:
             if not module or not all(part.isidentifier() for part in module.split(".")):
                 raise ConfigError("task_modules", f"{module!r} is not a module name")

@@ -89,7 +89,7 @@ class Executor:
                     "executor.task_pool_not_served",
                     extra={**context, "task": task.name, "pool": task.pool},
                 )
-        self._etcd = await Etcd.connect(config.etcd_endpoint)
+        self._etcd = await Etcd.connect(config.etcd())
         self._view = ClusterView(self._etcd, self.layout)
         try:
             await self._view.start()

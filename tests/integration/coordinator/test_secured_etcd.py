@@ -18,10 +18,13 @@ from tests.integration.coordinator.secured_etcd import (
 )
 from tests.integration.nodes import NodeFactory
 from tests.integration.scheduler.helpers import at, create_job, status, tenant
-from tests.integration.scheduler.scripted_executor import connected
 from tests.tls_material import Authority
 from wheel.coordinator.etcd import Etcd
 from wheel.errors import ConfigError
+from wheel.executor.config import ExecutorConfig
+from wheel.executor.context import TaskContext
+from wheel.executor.executor import Executor
+from wheel.executor.tasks import TaskRegistry
 from wheel.model.executions import ExecutionStatus
 from wheel.store import Store
 
@@ -55,7 +58,7 @@ async def test_keys_leases_and_watches_work_over_tls_with_a_user(secured: Secure
         await etcd.close()
 
 
-async def test_nodes_take_partitions_and_fire_runs_through_a_secured_etcd(
+async def test_nodes_and_an_executor_run_work_through_a_secured_etcd(
     secured: SecuredEtcd, store: Store, start_node: NodeFactory, tmp_path: Path
 ) -> None:
     password_file = tmp_path / "etcd-password"
@@ -77,18 +80,44 @@ async def test_nodes_take_partitions_and_fire_runs_through_a_secured_etcd(
             if sum(held) == first.config.partitions and all(held):
                 break
             await asyncio.sleep(0.1)  # polling the nodes' ownership: nothing to await
-    executors = [await connected(node) for node in (first, second)]
-    owner = await tenant(store)
-    jobs = [await create_job(store, owner, at(1.0 + n / 10)) for n in range(6)]
-    for job in jobs:
-        assert job.spec.schedule.at is not None
-        async with asyncio.timeout(30):
-            while True:
-                if await status(store, job, job.spec.schedule.at) is ExecutionStatus.SUCCEEDED:
-                    break
-                await asyncio.sleep(0.1)  # polling the store: the nodes work on their own
-    assert sum(len(e.accepted) for e in executors) == len(jobs)
-    for executor in executors:
+    ran: set[str] = set()
+    registry = TaskRegistry()
+
+    @registry.task("secured")
+    async def secured_task(context: TaskContext) -> None:
+        ran.add(context.execution_id)
+
+    # A real executor: it finds the nodes through the same secured etcd.
+    executor = Executor(
+        ExecutorConfig(
+            executor_id="secured-executor",
+            cluster=first.config.cluster,
+            etcd_endpoint=secured.endpoint,
+            etcd_ca_file=str(secured.authority.path),
+            etcd_cert_file=str(secured.client_cert),
+            etcd_key_file=str(secured.client_key),
+            etcd_user="root",
+            etcd_password=PASSWORD,
+            pools={"default": 4},
+            token=(await store.tenants.create_executor_token("secured"))[1],
+        ),
+        registry,
+    )
+    await executor.start()
+    try:
+        owner = await tenant(store)
+        jobs = [
+            await create_job(store, owner, at(1.0 + n / 10), task_type="secured") for n in range(6)
+        ]
+        for job in jobs:
+            assert job.spec.schedule.at is not None
+            async with asyncio.timeout(30):
+                while True:
+                    if await status(store, job, job.spec.schedule.at) is ExecutionStatus.SUCCEEDED:
+                        break
+                    await asyncio.sleep(0.1)  # polling the store: the nodes work on their own
+        assert len(ran) == len(jobs)
+    finally:
         await executor.stop()
 
 

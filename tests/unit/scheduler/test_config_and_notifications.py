@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from psycopg import Notify
@@ -65,8 +66,22 @@ def test_denied_networks_default_to_metadata_and_link_local_and_can_be_replaced(
     assert config(notify_deny_networks="").denied_networks == ()
 
 
-def test_the_dsn_is_not_shown_in_repr() -> None:
+def test_the_dsn_and_the_etcd_password_are_not_shown_in_repr() -> None:
     assert "secret" not in repr(config(postgres_dsn="postgresql://u:secret@h/db"))
+    shown = config(etcd_user="wheel", etcd_password="hunter2")
+    assert "hunter2" not in repr(shown)
+    assert "hunter2" not in repr(shown.etcd())
+    assert shown.etcd().password == "hunter2"
+
+
+def test_the_etcd_password_is_read_from_its_file(tmp_path: Path) -> None:
+    secret = tmp_path / "password"
+    secret.write_text("from-a-file\n")
+    chosen = config(etcd_user="wheel", etcd_password_file=str(secret))
+    assert chosen.etcd().password == "from-a-file"
+    with pytest.raises(ConfigError) as raised:
+        config(etcd_user="wheel", etcd_password_file=str(tmp_path / "missing"))
+    assert raised.value.field == "etcd_password_file"
 
 
 def test_notification_payloads() -> None:
