@@ -1,6 +1,7 @@
 """Rows per second of the store's hot path at batch sizes 1, 100 and 1,000.
 
     .venv/bin/python benchmarks/store_bench.py [--rows N] [--fast] [--repeat 3]
+        [--price-notify-triggers]
 
 Starts its own Postgres (durable defaults: fsync and synchronous_commit on,
 unless --fast), migrates, and runs each operation over N occurrences on one
@@ -21,6 +22,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TypeVar
+
+import psycopg
+import psycopg.sql
 
 from wheel import eventloop
 from wheel.local import PostgresServer
@@ -99,6 +103,21 @@ async def run_batch(store: Store, rows: int, size: int) -> dict[str, float]:
     return result
 
 
+NOTIFY_TRIGGERS = ("executions_notify_insert", "executions_notify_update")
+
+
+async def set_notify_triggers(dsn: str, enabled: bool) -> None:
+    """Turn the notification outbox's triggers on or off (to price them; never in production)."""
+    verb = "ENABLE" if enabled else "DISABLE"
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        for name in NOTIFY_TRIGGERS:
+            await conn.execute(
+                psycopg.sql.SQL("ALTER TABLE executions {} TRIGGER {}").format(
+                    psycopg.sql.SQL(verb), psycopg.sql.Identifier(name)
+                )
+            )
+
+
 async def measure(dsn: str, rows: int, repeat: int) -> dict[int, dict[str, float]]:
     """Median over `repeat` runs of each batch size (the machine is shared and noisy)."""
     await migrate(dsn)
@@ -114,15 +133,29 @@ async def measure(dsn: str, rows: int, repeat: int) -> dict[int, dict[str, float
         await store.close()
 
 
-def main(rows: int, fast: bool, repeat: int) -> None:
+async def priced(dsn: str, rows: int, repeat: int) -> tuple[dict[int, dict[str, float]], ...]:
+    """The table with the notification triggers, without them, and with them again."""
+    with_triggers = await measure(dsn, rows, repeat)
+    await set_notify_triggers(dsn, enabled=False)
+    without = await measure(dsn, rows, repeat)
+    await set_notify_triggers(dsn, enabled=True)
+    again = await measure(dsn, rows, repeat)
+    return with_triggers, without, again
+
+
+def main(rows: int, fast: bool, repeat: int, price_triggers: bool) -> None:
     root = Path(tempfile.mkdtemp(prefix="wheel-bench-"))
     root.chmod(0o755)
     server = PostgresServer.start(root / "pg", durable=not fast)
     try:
-        table = eventloop.run(measure(server.dsn(), rows, repeat))
+        if price_triggers:
+            tables = eventloop.run(priced(server.dsn(), rows, repeat))
+        else:
+            tables = (eventloop.run(measure(server.dsn(), rows, repeat)),)
     finally:
         server.stop()
         shutil.rmtree(root, ignore_errors=True)
+    table = tables[0]
     mode = "fsync=off" if fast else "durable (fsync on)"
     print(
         f"store hot path, rows/s (median of {repeat}), one connection, Postgres {mode}, "
@@ -133,6 +166,14 @@ def main(rows: int, fast: bool, repeat: int) -> None:
     for op in ["insert", "claim", "heartbeat", "record", "reap"]:
         cells = "".join(f"{table[b][op]:>12,.0f}" for b in BATCHES)
         print(f"{op:<10}{cells}{table[1000][op] / table[1][op]:>10.0f}x")
+    if len(tables) == 3:
+        with_on, off, on_again = tables
+        print(
+            "\nnotification triggers on / off, rows/s at batch 1000 (on: mean of before and after)"
+        )
+        for op in ["insert", "claim", "heartbeat", "record", "reap"]:
+            on = (with_on[1000][op] + on_again[1000][op]) / 2
+            print(f"{op:<10}{on:>12,.0f}{off[1000][op]:>12,.0f}{on / off[1000][op]:>10.2f}x")
 
 
 if __name__ == "__main__":
@@ -140,5 +181,10 @@ if __name__ == "__main__":
     parser.add_argument("--rows", type=int, default=20_000)
     parser.add_argument("--fast", action="store_true", help="fsync off, as in the test fixtures")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--price-notify-triggers",
+        action="store_true",
+        help="also measure with the notification outbox's triggers disabled, and compare",
+    )
     args = parser.parse_args()
-    main(args.rows, args.fast, args.repeat)
+    main(args.rows, args.fast, args.repeat, args.price_notify_triggers)
