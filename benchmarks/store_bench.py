@@ -32,10 +32,12 @@ from wheel.model.executions import AttemptResult, Fenced, NewOccurrence, Outcome
 from wheel.model.ids import ExecutionKey, PartitionId, new_job_id
 from wheel.model.jobs import JobSpec, Schedule, ScheduleKind
 from wheel.store import Store, migrate
+from wheel.store.occurrences import ExecutorBinding
 
 T = TypeVar("T")
 BATCHES = (1, 100, 1000)
 PARTITION = PartitionId(0)
+EXECUTOR = ExecutorBinding("bench-executor", "bench-instance")
 
 
 def chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
@@ -73,14 +75,16 @@ async def run_batch(store: Store, rows: int, size: int) -> dict[str, float]:
     async def claim(chunk: Sequence[ExecutionKey]) -> None:
         claimed.extend(
             Fenced(c.key, c.fence)
-            for c in await store.occurrences.claim(chunk, epochs, lease_s=300)
+            for c in await store.occurrences.claim(
+                chunk, epochs, lease_s=300, executors=[EXECUTOR] * len(chunk)
+            )
         )
 
     result = {
         "insert": await timed(occurrences, size, store.occurrences.insert),
         "claim": await timed(keys, size, claim),
         "heartbeat": await timed(
-            claimed, size, lambda c: store.occurrences.heartbeat(c, executor_id="ex", lease_s=300)
+            claimed, size, lambda c: store.occurrences.heartbeat(c, executor=EXECUTOR, lease_s=300)
         ),
         "record": await timed(
             claimed,
