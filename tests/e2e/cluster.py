@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -119,12 +119,17 @@ class Cluster:
         return self._executor_token
 
     def start_executor(
-        self, executor_id: str, *, concurrency: int = 16, supervise: bool = False
+        self,
+        executor_id: str,
+        *,
+        concurrency: int = 16,
+        supervise: bool = False,
+        extra: Sequence[str] = (),
     ) -> Process:
         argv = [
             WHEEL, "executor", "--executor-id", executor_id, "--cluster", self.name,
             "--etcd", f"http://127.0.0.1:{self.etcd_port}", "--tasks", "tests.e2e.tasks",
-            "--pool", f"default={concurrency}", "--drain-timeout", "2",
+            "--pool", f"default={concurrency}", "--drain-timeout", "2", *extra,
         ]  # fmt: skip
         process = Process(executor_id, argv, self.logs / f"{executor_id}.log",
                           env={"WHEEL_EXECUTOR_TOKEN": self.executor_token()})  # fmt: skip

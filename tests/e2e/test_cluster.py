@@ -14,11 +14,13 @@ import statistics
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.cluster import FAST, Cluster
+from tests.integration.coordinator.secured_etcd import PASSWORD, secured_etcd
 from wheel.api.server.registration import register_job, register_jobs
 from wheel.model.ids import ExecutionKey, TenantId
 from wheel.model.jobs import Job, JobSpec, Policies, Schedule, ScheduleKind
@@ -294,3 +296,33 @@ async def test_a_tenant_s_spike_does_not_hold_back_another_tenant(
     print(summary("noisy tenant (10,000 at once)", noisy_late))
     print(summary("quiet tenant (1)", quiet_late))
     assert quiet_late[0] <= statistics.median(noisy_late), "served within the first half of a spike"
+
+
+async def test_processes_run_work_through_an_etcd_with_tls_and_a_password(
+    cluster: Cluster, store: Store, tmp_path: Path
+) -> None:
+    """`wheel scheduler` and `wheel executor` as deployed against a secured etcd: TLS with
+    client certificates and a user, set by flags and a password file (a mounted Secret)."""
+    async with secured_etcd(tmp_path) as secured:
+        password = tmp_path / "etcd-password"
+        password.write_text(PASSWORD)
+        settings = {
+            "etcd_endpoint": secured.endpoint,
+            "etcd_ca_file": str(secured.authority.path),
+            "etcd_cert_file": str(secured.client_cert),
+            "etcd_key_file": str(secured.client_key),
+            "etcd_user": "root",
+            "etcd_password_file": str(password),
+        }
+        for n in range(2):
+            cluster.start_node(f"node-{n}", **settings)
+        extra: list[str] = []
+        for key, value in settings.items():
+            extra += ["--etcd" if key == "etcd_endpoint" else f"--{key.replace('_', '-')}", value]
+        cluster.start_executor("executor-0", extra=extra)
+        await cluster.ready()
+        tenant = (await store.tenants.create("secured")).id
+        start = whole_second(2)
+        instants = [start + timedelta(milliseconds=100 * n) for n in range(20)]
+        created = await jobs(store, tenant, "noop", instants)
+        await settle(cluster, [j.id for j in created], "succeeded")
