@@ -27,7 +27,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import grpc
 
@@ -54,6 +54,23 @@ CHANNEL_OPTIONS = (
 _GONE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
 
+class EtcdOptions(Protocol):
+    """The etcd fields a process's configuration carries."""
+
+    @property
+    def etcd_endpoint(self) -> str: ...
+    @property
+    def etcd_ca_file(self) -> str: ...
+    @property
+    def etcd_cert_file(self) -> str: ...
+    @property
+    def etcd_key_file(self) -> str: ...
+    @property
+    def etcd_user(self) -> str: ...
+    @property
+    def etcd_password(self) -> str: ...
+
+
 @dataclass(frozen=True, slots=True)
 class EtcdSettings:
     """How to reach etcd: endpoints, TLS and a user. Secrets come from files or the environment."""
@@ -74,6 +91,18 @@ class EtcdSettings:
         """From a comma-separated string or a sequence of endpoints."""
         listed = endpoints.split(",") if isinstance(endpoints, str) else list(endpoints)
         return cls(tuple(e.strip() for e in listed if e.strip()), **options)
+
+    @classmethod
+    def of_config(cls, config: EtcdOptions, *, password: str | None = None) -> EtcdSettings:
+        """From a process's configuration (a node's or an executor's: the same field names)."""
+        return cls.of(
+            config.etcd_endpoint,
+            ca_file=config.etcd_ca_file,
+            cert_file=config.etcd_cert_file,
+            key_file=config.etcd_key_file,
+            user=config.etcd_user,
+            password=config.etcd_password if password is None else password,
+        )
 
     @property
     def tls(self) -> bool:

@@ -73,14 +73,7 @@ class ExecutorConfig:
     """PEM CA bundle the nodes' certificates are checked against; empty: the system's."""
 
     def etcd(self) -> EtcdSettings:
-        return EtcdSettings.of(
-            self.etcd_endpoint,
-            ca_file=self.etcd_ca_file,
-            cert_file=self.etcd_cert_file,
-            key_file=self.etcd_key_file,
-            user=self.etcd_user,
-            password=self.etcd_password,
-        )
+        return EtcdSettings.of_config(self)
 
     def __post_init__(self) -> None:
         for name in ("executor_id", "cluster"):

@@ -133,14 +133,7 @@ class SchedulerConfig:
                 password = Path(self.etcd_password_file).read_text().strip()
             except OSError as exc:
                 raise ConfigError("etcd_password_file", f"cannot read it: {exc.strerror}") from None
-        return EtcdSettings.of(
-            self.etcd_endpoint,
-            ca_file=self.etcd_ca_file,
-            cert_file=self.etcd_cert_file,
-            key_file=self.etcd_key_file,
-            user=self.etcd_user,
-            password=password,
-        )
+        return EtcdSettings.of_config(self, password=password)
 
     @property
     def denied_networks(self) -> tuple[str, ...]:
