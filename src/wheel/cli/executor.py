@@ -45,7 +45,22 @@ def _pools(values: tuple[str, ...]) -> dict[str, int]:
     help="This executor's name in the cluster (env WHEEL_EXECUTOR_ID).",
 )
 @options.cluster
-@options.etcd
+@click.option(
+    "--node",
+    "nodes",
+    multiple=True,
+    envvar="WHEEL_NODES",
+    metavar="HOST:PORT",
+    help="A scheduler node to learn the cluster from (repeatable; env WHEEL_NODES, spaced or "
+    "comma-separated). One is enough, e.g. a headless Service; with it no etcd is needed.",
+)
+@click.option(
+    "--etcd",
+    "endpoint",
+    envvar="WHEEL_ETCD_ENDPOINT",
+    default="",
+    help="Find the nodes in etcd instead (env WHEEL_ETCD_ENDPOINT), when no --node is given.",
+)
 @click.option(
     "--tasks",
     "modules",
@@ -140,6 +155,7 @@ def _pools(values: tuple[str, ...]) -> dict[str, int]:
 def executor(
     executor_id: str,
     cluster: str,
+    nodes: tuple[str, ...],
     endpoint: str,
     modules: tuple[str, ...],
     pools: tuple[str, ...],
@@ -164,11 +180,15 @@ def executor(
         sys.path.insert(
             0, os.getcwd()
         )  # --tasks names modules of the project run from, as uvicorn does
+    seeds = tuple(a for value in nodes for a in value.replace(",", " ").split())
+    if not seeds and not endpoint:
+        raise click.UsageError("give --node HOST:PORT (a scheduler node), or --etcd URL")
     try:
         config = ExecutorConfig(
             executor_id=executor_id,
             cluster=cluster,
-            etcd_endpoint=endpoint,
+            nodes=seeds,
+            etcd_endpoint=endpoint or "http://127.0.0.1:2379",
             task_modules=modules,
             pools=_pools(pools),
             hold=hold,

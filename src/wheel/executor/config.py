@@ -28,6 +28,9 @@ class ExecutorConfig:
     """This executor's name in the cluster (`/wheel/<cluster>/executors/<id>`)."""
     cluster: str = "default"
     """Keys live under /wheel/<cluster>/."""
+    nodes: tuple[str, ...] = ()
+    """Scheduler nodes to ask where every node is (host:port; one is enough, e.g. a
+    headless Service). Given, the executor needs no etcd at all; empty: it reads etcd."""
     etcd_endpoint: str = "http://127.0.0.1:2379"
     """etcd members, comma-separated: host:port, http://host:port or https://host:port."""
     etcd_ca_file: str = ""
@@ -82,7 +85,12 @@ class ExecutorConfig:
                 raise ConfigError(
                     name, f"{value!r} must be non-empty letters, digits, '.', '_', ':' or '-'"
                 )
-        self.etcd().check()
+        for address in self.nodes:
+            host, _, port = address.rpartition(":")
+            if not host or not port.isdigit() or "/" in address:
+                raise ConfigError("nodes", f"{address!r} is not host:port")
+        if not self.nodes:
+            self.etcd().check()
         for module in self.task_modules:
             if not module or not all(part.isidentifier() for part in module.split(".")):
                 raise ConfigError("task_modules", f"{module!r} is not a module name")

@@ -1,90 +1,50 @@
-"""Finding scheduler nodes: a live view of the cluster in etcd, and one link per listed node.
+"""Finding scheduler nodes: one link per node the cluster lists.
 
-`ClusterView` mirrors `nodes/`, `partitions/` and `config` (see
-coordinator/layout.py), which answers "where is node X" and "who owns job
-J's partition now". `Discovery` keeps a `NodeLink` running for every listed
-node: a node that appears is connected to, one that disappears has its link
-cancelled (its stream closes), one whose address changed is reconnected.
+Where the list comes from is a `ClusterSource`: the nodes' own WatchCluster
+feed (`executor/cluster_feed.py`: no etcd at the executor) or etcd directly
+(`coordinator/cluster_view.py`). `Discovery` keeps a `NodeLink` running for
+every listed node: a node that appears is connected to, one that disappears
+has its link cancelled (its stream closes), one whose address changed is
+reconnected.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Callable
+from typing import Protocol
 
-from wheel.coordinator.etcd import Etcd, KeyValue
-from wheel.coordinator.layout import Layout, decode
-from wheel.coordinator.mirror import PrefixMirror
-from wheel.coordinator.registry import NodeInfo
 from wheel.executor.connection import NodeLink
-from wheel.model.ids import JobId, partition_of
+from wheel.model.ids import JobId
 
 log = logging.getLogger(__name__)
 
-_UNREADABLE = (ValueError, KeyError, TypeError, json.JSONDecodeError)
 
-
-class ClusterView:
-    def __init__(self, etcd: Etcd, layout: Layout) -> None:
-        self._layout = layout
-        self._nodes = PrefixMirror(etcd, layout.nodes)
-        self._partitions = PrefixMirror(etcd, layout.partitions)
-        self._config = PrefixMirror(etcd, layout.config)
-
-    async def start(self) -> None:
-        for mirror in (self._nodes, self._partitions, self._config):
-            await mirror.start()
-
-    async def stop(self) -> None:
-        for mirror in (self._nodes, self._partitions, self._config):
-            await mirror.stop()
+class ClusterSource(Protocol):
+    """What an executor knows of the cluster: the nodes and who owns which partition."""
 
     @property
     def nodes_changed(self) -> asyncio.Event:
         """Set at the next change to the node list (take it before reading `nodes()`)."""
-        return self._nodes.changed
+        ...
 
     def nodes(self) -> dict[str, str]:
         """Listed nodes: id -> gRPC address (`host:port`)."""
-        found: dict[str, str] = {}
-        for kv in self._nodes.items.values():
-            try:
-                node = NodeInfo.from_kv(kv)
-            except _UNREADABLE:
-                log.warning("discovery.unreadable_node", extra={"key": kv.key})
-                continue
-            if node.address:
-                found[node.node_id] = node.address
-        return found
-
-    def partition_count(self) -> int | None:
-        kv = self._config.items.get(self._layout.config)
-        try:
-            return int(decode(kv.value)["partitions"]) if kv is not None else None
-        except _UNREADABLE:
-            return None
+        ...
 
     def owner_of(self, job_id: JobId) -> str | None:
-        """The node that owns the job's partition now, as far as etcd has told us."""
-        count = self.partition_count()
-        if not count:
-            return None
-        kv = self._partitions.items.get(self._layout.partition(partition_of(job_id, count)))
-        return _node_of(kv) if kv is not None else None
+        """The node that owns the job's partition now, as far as the source knows."""
+        ...
 
+    async def start(self) -> None: ...
 
-def _node_of(kv: KeyValue) -> str | None:
-    try:
-        return str(decode(kv.value)["node"])
-    except _UNREADABLE:
-        return None
+    async def stop(self) -> None: ...
 
 
 class Discovery:
-    def __init__(self, view: ClusterView, link: Callable[[str, str], NodeLink]) -> None:
+    def __init__(self, view: ClusterSource, link: Callable[[str, str], NodeLink]) -> None:
         self._view = view
         self._make_link = link
         self.links: dict[str, NodeLink] = {}

@@ -20,13 +20,15 @@ import logging
 import signal
 from types import TracebackType
 
+from wheel.coordinator.cluster_view import ClusterView
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
 from wheel.coordinator.registry import ExecutorInfo
 from wheel.errors import ConfigError
+from wheel.executor.cluster_feed import ClusterFeed
 from wheel.executor.config import ExecutorConfig
 from wheel.executor.connection import Identity, NodeLink
-from wheel.executor.discovery import ClusterView, Discovery
+from wheel.executor.discovery import ClusterSource, Discovery
 from wheel.executor.executions import Executions
 from wheel.executor.metrics import ExecutorMetrics
 from wheel.executor.outbox import Outbox
@@ -56,7 +58,7 @@ class Executor:
         self._governor = GcGovernor(GcPolicy())
         self._credentials = channel_credentials(config.tls_ca_file) if config.tls else None
         self._etcd: Etcd | None = None
-        self._view: ClusterView | None = None
+        self._view: ClusterSource | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping: asyncio.Task[None] | None = None
         self.router: Router | None = None
@@ -89,8 +91,17 @@ class Executor:
                     "executor.task_pool_not_served",
                     extra={**context, "task": task.name, "pool": task.pool},
                 )
-        self._etcd = await Etcd.connect(config.etcd())
-        self._view = ClusterView(self._etcd, self.layout)
+        if config.nodes:  # the nodes say where they are: no etcd here at all
+            self._view = ClusterFeed(
+                config.nodes,
+                token=config.token,
+                credentials=self._credentials,
+                backoff_min_s=config.reconnect_min_s,
+                backoff_max_s=config.reconnect_max_s,
+            )
+        else:
+            self._etcd = await Etcd.connect(config.etcd())
+            self._view = ClusterView(self._etcd, self.layout)
         try:
             await self._view.start()
         except BaseException:
@@ -114,7 +125,10 @@ class Executor:
         if config.metrics_listen:
             self.metrics = ExecutorMetrics(self.executions, self.outbox, self.router)
             self.metrics_port = self.metrics.serve(config.metrics_listen)
-        self.registration = Registration(self._etcd, self.layout, info, ttl_s=config.session_ttl_s)
+        if self._etcd is not None:  # listed in etcd; through nodes, the nodes' links list it
+            self.registration = Registration(
+                self._etcd, self.layout, info, ttl_s=config.session_ttl_s
+            )
         self.discovery = Discovery(self._view, self._link)
         discovery = self.discovery
         reach = self.reach = Reach(
@@ -123,10 +137,13 @@ class Executor:
         )  # fmt: skip
         self._tasks = [
             asyncio.create_task(reach.run(), name="executor reach"),
-            asyncio.create_task(self.registration.run(), name="executor registration"),
             asyncio.create_task(self.outbox.run(), name="executor outbox"),
             asyncio.create_task(self.discovery.run(), name="executor discovery"),
         ]
+        if self.registration is not None:
+            self._tasks.insert(
+                1, asyncio.create_task(self.registration.run(), name="executor registration")
+            )
         log.info("executor.started", extra={**context, "pools": dict(config.pools),
                                             "tasks": list(self.identity.task_types)})  # fmt: skip
 

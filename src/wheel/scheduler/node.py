@@ -139,7 +139,7 @@ class SchedulerNode:
                 config, engine=engine, api_store=api_store, etcd=etcd, layout=self._layout,
                 partitions=partitions,
             )  # fmt: skip
-            resources.push_async_callback(served.server.stop, 1.0)
+            resources.push_async_callback(served.close)
             if metrics is not None:
                 metrics.watch(engine.snapshot, engine.upcoming)
                 host, port = metrics.serve(config.metrics_listen)

@@ -26,6 +26,7 @@ from wheel.api.server.jobs import MAX_REQUEST_BYTES, JobsApi
 from wheel.api.server.notifications import NotificationsApi
 from wheel.api.server.rpc import SERVICE_NAMES, add_services
 from wheel.api.server.served import ServedView
+from wheel.coordinator.cluster_view import ClusterView
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
 from wheel.keepalive import SERVER_KEEPALIVE
@@ -53,6 +54,12 @@ class Served:
     health: health.aio.HealthServicer
     address: str
     """Where executors and clients reach this node."""
+    cluster: ClusterView
+    """The cluster map the node serves executors (WatchCluster)."""
+
+    async def close(self) -> None:
+        await self.server.stop(1.0)
+        await self.cluster.stop()
 
 
 async def serve(
@@ -67,8 +74,13 @@ async def serve(
     """Build the server with every service, bind `config.listen` (TLS when configured)
     and start it."""
     server = grpc.aio.server(options=list(OPTIONS))
+    cluster = ClusterView(etcd, layout)
+    await cluster.start()
     stream = ExecutorStreamService(
-        engine, config.node_id, ExecutorAuthenticator(api_store.tenants, ttl_s=config.token_cache_s)
+        engine,
+        config.node_id,
+        ExecutorAuthenticator(api_store.tenants, ttl_s=config.token_cache_s),
+        cluster,
     )
     server.add_generic_rpc_handlers([stream.handler()])
     served = ServedView(etcd, layout)
@@ -101,4 +113,4 @@ async def serve(
         port = server.add_insecure_port(config.listen)
     await server.start()
     host = config.listen.rsplit(":", 1)[0]
-    return Served(server, health_servicer, config.advertise or f"{host}:{port}")
+    return Served(server, health_servicer, config.advertise or f"{host}:{port}", cluster)

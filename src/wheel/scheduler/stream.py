@@ -24,6 +24,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError
@@ -31,6 +32,7 @@ from google.protobuf.message import DecodeError
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.api.server.auth import ExecutorAuthenticator
 from wheel.api.status import to_status
+from wheel.coordinator.cluster_view import ClusterView, any_set
 from wheel.errors import InvalidArgument, PermissionDenied, Unauthenticated, WheelError, excerpt
 from wheel.scheduler import messages
 from wheel.scheduler.engine import Engine
@@ -43,6 +45,7 @@ MIN_RECHECK_S = 0.25
 """The token is checked again at least this far apart (a cache time of 0 is allowed)."""
 
 Context = grpc.aio.ServicerContext[bytes, pb.SchedulerMessage]
+AnyContext = grpc.aio.ServicerContext[bytes, Any]
 Metadata = Sequence[tuple[str, str | bytes]]
 
 
@@ -67,11 +70,26 @@ class _Ended(Exception):
         self.error = error
 
 
+CLUSTER_COALESCE_S = 0.05
+"""Changes to the cluster map this close together go to executors as one map."""
+
+
+def cluster_map(view: ClusterView) -> pb.ClusterMap:
+    return pb.ClusterMap(
+        nodes=[pb.ClusterNode(node_id=n, address=a) for n, a in sorted(view.nodes().items())],
+        partitions=view.partition_count() or 0,
+        owners=view.owners(),
+    )
+
+
 class ExecutorStreamService:
-    def __init__(self, engine: Engine, node_id: str, auth: ExecutorAuthenticator) -> None:
+    def __init__(
+        self, engine: Engine, node_id: str, auth: ExecutorAuthenticator, cluster: ClusterView
+    ) -> None:
         self._engine = engine
         self._node_id = node_id
         self._auth = auth
+        self._cluster = cluster
 
     def handler(self) -> grpc.GenericRpcHandler:
         """The stream's handler, taking raw bytes so that this module parses them."""
@@ -80,7 +98,12 @@ class ExecutorStreamService:
             {
                 "Connect": grpc.stream_stream_rpc_method_handler(
                     self.connect, request_deserializer=None, response_serializer=_serialize
-                )
+                ),
+                "WatchCluster": grpc.unary_stream_rpc_method_handler(
+                    self.watch_cluster,
+                    request_deserializer=None,
+                    response_serializer=pb.ClusterMap.SerializeToString,
+                ),
             },
         )
 
@@ -129,6 +152,27 @@ class ExecutorStreamService:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
             log.info("stream.closed", extra={"executor": link.executor_id, "node": self._node_id})
+
+    async def watch_cluster(
+        self, raw: bytes, context: grpc.aio.ServicerContext[bytes, pb.ClusterMap]
+    ) -> AsyncIterator[pb.ClusterMap]:
+        """The cluster map now, then again after every change, for an executor token."""
+        metadata: Metadata = tuple(context.invocation_metadata() or ())
+        try:
+            await self._auth.check(metadata)
+            pb.WatchClusterRequest.FromString(raw)
+        except DecodeError:
+            await self._end(context, InvalidArgument("request", "not a WatchClusterRequest"))
+            return
+        except WheelError as exc:
+            await self._end(context, exc)
+            return
+        view = self._cluster
+        while True:
+            changes = view.change_events()
+            yield cluster_map(view)
+            await any_set(changes)
+            await asyncio.sleep(CLUSTER_COALESCE_S)  # a burst of ownership moves as one map
 
     async def _open(self, incoming: AsyncIterator[bytes], metadata: Metadata) -> Link:
         """Read and check the Hello, then the token; the link, or the WheelError to end with.
@@ -212,7 +256,7 @@ class ExecutorStreamService:
             if not credential.allows(link.executor_id):
                 raise _Ended(PermissionDenied("the executor token no longer allows this id"))
 
-    async def _end(self, context: Context, error: WheelError) -> None:
+    async def _end(self, context: AnyContext, error: WheelError) -> None:
         status = to_status(error)
         if status is None:
             await self._internal(context, error)
@@ -225,7 +269,7 @@ class ExecutorStreamService:
         context.set_trailing_metadata(status.metadata)
         await context.abort(status.code, status.message)
 
-    async def _internal(self, context: Context, error: BaseException) -> None:
+    async def _internal(self, context: AnyContext, error: BaseException) -> None:
         reference = uuid.uuid4().hex[:12]
         log.error("stream.internal_error", exc_info=error, extra={"reference": reference})
         await context.abort(

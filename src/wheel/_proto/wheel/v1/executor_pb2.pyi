@@ -190,3 +190,25 @@ class ResultAccepted(_message.Message):
     execution_id: str
     fence: int
     def __init__(self, execution_id: _Optional[str] = ..., fence: _Optional[int] = ...) -> None: ...
+
+class WatchClusterRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ClusterNode(_message.Message):
+    __slots__ = ("node_id", "address")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    address: str
+    def __init__(self, node_id: _Optional[str] = ..., address: _Optional[str] = ...) -> None: ...
+
+class ClusterMap(_message.Message):
+    __slots__ = ("nodes", "partitions", "owners")
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    OWNERS_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[ClusterNode]
+    partitions: int
+    owners: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[ClusterNode, _Mapping]]] = ..., partitions: _Optional[int] = ..., owners: _Optional[_Iterable[str]] = ...) -> None: ...

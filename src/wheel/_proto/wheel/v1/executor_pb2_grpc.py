@@ -40,6 +40,11 @@ class ExecutorStreamStub:
                 request_serializer=wheel_dot_v1_dot_executor__pb2.ExecutorMessage.SerializeToString,
                 response_deserializer=wheel_dot_v1_dot_executor__pb2.SchedulerMessage.FromString,
                 _registered_method=True)
+        self.WatchCluster = channel.unary_stream(
+                '/wheel.v1.ExecutorStream/WatchCluster',
+                request_serializer=wheel_dot_v1_dot_executor__pb2.WatchClusterRequest.SerializeToString,
+                response_deserializer=wheel_dot_v1_dot_executor__pb2.ClusterMap.FromString,
+                _registered_method=True)
 
 
 class ExecutorStreamServicer:
@@ -51,6 +56,16 @@ class ExecutorStreamServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WatchCluster(self, request, context):
+        """The cluster as this node sees it in etcd: every node's address and every
+        partition's owner, at once and again on every change. With it, executors
+        find the nodes through any one of them and hold no etcd credentials.
+        Takes the executor token, like Connect.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ExecutorStreamServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -58,6 +73,11 @@ def add_ExecutorStreamServicer_to_server(servicer, server):
                     servicer.Connect,
                     request_deserializer=wheel_dot_v1_dot_executor__pb2.ExecutorMessage.FromString,
                     response_serializer=wheel_dot_v1_dot_executor__pb2.SchedulerMessage.SerializeToString,
+            ),
+            'WatchCluster': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchCluster,
+                    request_deserializer=wheel_dot_v1_dot_executor__pb2.WatchClusterRequest.FromString,
+                    response_serializer=wheel_dot_v1_dot_executor__pb2.ClusterMap.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -87,6 +107,33 @@ class ExecutorStream:
             '/wheel.v1.ExecutorStream/Connect',
             wheel_dot_v1_dot_executor__pb2.ExecutorMessage.SerializeToString,
             wheel_dot_v1_dot_executor__pb2.SchedulerMessage.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchCluster(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/wheel.v1.ExecutorStream/WatchCluster',
+            wheel_dot_v1_dot_executor__pb2.WatchClusterRequest.SerializeToString,
+            wheel_dot_v1_dot_executor__pb2.ClusterMap.FromString,
             options,
             channel_credentials,
             insecure,

@@ -37,11 +37,23 @@ class ExecutorStreamStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> ExecutorStreamAsyncStub: ...
     Connect: _grpc.StreamStreamMultiCallable[_executor_pb2.ExecutorMessage, _executor_pb2.SchedulerMessage]
+    WatchCluster: _grpc.UnaryStreamMultiCallable[_executor_pb2.WatchClusterRequest, _executor_pb2.ClusterMap]
+    """The cluster as this node sees it in etcd: every node's address and every
+    partition's owner, at once and again on every change. With it, executors
+    find the nodes through any one of them and hold no etcd credentials.
+    Takes the executor token, like Connect.
+    """
 
 @_typing.type_check_only
 class ExecutorStreamAsyncStub(ExecutorStreamStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     Connect: _aio.StreamStreamMultiCallable[_executor_pb2.ExecutorMessage, _executor_pb2.SchedulerMessage]  # type: ignore[assignment]
+    WatchCluster: _aio.UnaryStreamMultiCallable[_executor_pb2.WatchClusterRequest, _executor_pb2.ClusterMap]  # type: ignore[assignment]
+    """The cluster as this node sees it in etcd: every node's address and every
+    partition's owner, at once and again on every change. With it, executors
+    find the nodes through any one of them and hold no etcd credentials.
+    Takes the executor token, like Connect.
+    """
 
 class ExecutorStreamServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -50,5 +62,17 @@ class ExecutorStreamServicer(metaclass=_abc_1.ABCMeta):
         request_iterator: _MaybeAsyncIterator[_executor_pb2.ExecutorMessage],
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_executor_pb2.SchedulerMessage], _abc.AsyncIterator[_executor_pb2.SchedulerMessage]]: ...
+
+    @_abc_1.abstractmethod
+    def WatchCluster(
+        self,
+        request: _executor_pb2.WatchClusterRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_executor_pb2.ClusterMap], _abc.AsyncIterator[_executor_pb2.ClusterMap]]:
+        """The cluster as this node sees it in etcd: every node's address and every
+        partition's owner, at once and again on every change. With it, executors
+        find the nodes through any one of them and hold no etcd credentials.
+        Takes the executor token, like Connect.
+        """
 
 def add_ExecutorStreamServicer_to_server(servicer: ExecutorStreamServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
