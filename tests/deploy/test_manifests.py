@@ -260,6 +260,19 @@ def test_the_etcd_tls_and_auth_settings_are_options_reading_the_mounted_secret()
             assert path.name in example["stringData"], key
 
 
+def test_executors_hold_no_etcd_setting_and_learn_the_cluster_from_the_nodes() -> None:
+    base = _base()
+    executor_pod = base[("Deployment", "wheel-executor")]["spec"]["template"]["spec"]
+    env = _env(base[("Deployment", "wheel-executor")], base)
+    assert not [name for name in env if name.startswith("WHEEL_ETCD")]
+    assert "etcd" not in {v["name"] for v in executor_pod["volumes"]}
+    host, port = env["WHEEL_NODES"].rsplit(":", 1)
+    service = base[("Service", "wheel-scheduler")]
+    assert host == f"{service['metadata']['name']}.{service['metadata']['namespace']}.svc"
+    assert service["spec"]["clusterIP"] == "None"  # headless: it resolves to the nodes
+    assert int(port) in {p["port"] for p in service["spec"]["ports"]}
+
+
 def test_the_node_accepts_its_pod_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """`wheel scheduler` parses the StatefulSet's environment into a valid SchedulerConfig."""
     base = _base()
@@ -297,6 +310,7 @@ def test_the_executor_accepts_its_pod_environment(monkeypatch: pytest.MonkeyPatc
     assert result.exit_code == 0, result.output
     (config,) = seen
     assert config.executor_id == "wheel-executor-0"
+    assert config.nodes == ("wheel-scheduler.wheel.svc:7070",)
     assert config.task_modules == tuple(shlex.split(env["WHEEL_TASKS"]))
     assert config.token == "whl_placeholder"
 

@@ -180,11 +180,11 @@ def test_make_dev_runs_the_examples_and_ctrl_c_leaves_no_process() -> None:
             assert rows == [(1, "failed"), (2, "failed"), (3, "failed")]
 
             # Your own executor, as the banner says to start it: dev.json has its token.
-            yours = re.search(r"^  export (WHEEL_ETCD_ENDPOINT=.*)$", banner, re.MULTILINE)
+            yours = re.search(r"^  export (WHEEL_NODES=.*)$", banner, re.MULTILINE)
             assert yours is not None, banner
             settings = dict(item.split("=", 1) for item in yours.group(1).split())
             assert settings["WHEEL_EXECUTOR_TOKEN"] == state["executor_token"]
-            assert settings["WHEEL_CLUSTER"] == "dev"
+            assert "WHEEL_ETCD_ENDPOINT" not in settings  # it needs no etcd
             mine = subprocess.Popen(
                 [WHEEL, "executor", "--tasks", "wheel.dev.tasks", "--executor-id", "mine"],
                 env={**os.environ, **settings}, stdout=subprocess.DEVNULL,

@@ -169,9 +169,10 @@ class DevCluster:
                                     metrics_address))  # fmt: skip
         executor_metrics = f"{LOOPBACK}:{metrics[-1]}"
         modules = [arg for module in self.task_modules for arg in ("--tasks", module)]
+        seeds = [arg for node in self.nodes for arg in ("--node", node.address)]
         argv = wheel_command(
             "executor", "--executor-id", EXECUTOR_ID, "--cluster", CLUSTER,
-            "--etcd", services.etcd.endpoint, *modules, "--pool", "default=16",
+            *seeds, *modules, "--pool", "default=16",
             "--drain-timeout", "5", "--metrics-listen", executor_metrics,
         )  # fmt: skip
         self.executor = Child(EXECUTOR_ID, argv, logs / f"{EXECUTOR_ID}.log",
