@@ -23,6 +23,7 @@ from typing import Any
 
 import psycopg
 
+from wheel.local.ports import free_port
 from wheel.local.process import spawn
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,6 +55,8 @@ class Process:
     env: dict[str, str] = field(default_factory=dict)
     exits: list[int] = field(default_factory=list)
     """The exit codes of the runs a supervisor restarted, in order."""
+    address: str = ""
+    """A node's gRPC address (host:port); empty for an executor."""
 
     def start(self) -> None:
         # Tied to this process: a test or benchmark killed outright leaves no cluster behind.
@@ -95,7 +98,11 @@ class Cluster:
     _supervisor: asyncio.Task[None] | None = None
 
     def start_node(self, node_id: str, **overrides: object) -> Process:
-        settings = {**FAST, **{k.replace("_", "-"): v for k, v in overrides.items()}}
+        settings = {
+            **FAST,
+            "listen": f"127.0.0.1:{free_port()}",  # known up front: executors are told it
+            **{k.replace("_", "-"): v for k, v in overrides.items()},
+        }
         argv = [
             WHEEL, "scheduler", "--node-id", node_id, "--postgres-dsn", self.dsn,
             "--etcd-endpoint", f"127.0.0.1:{self.etcd_port}", "--cluster", self.name,
@@ -103,6 +110,7 @@ class Cluster:
         for option, value in settings.items():
             argv += [f"--{option}", str(value)]
         process = Process(node_id, argv, self.logs / f"{node_id}.log")
+        process.address = str(settings["listen"])
         process.start()
         self.nodes[node_id] = process
         return process
@@ -124,12 +132,18 @@ class Cluster:
         *,
         concurrency: int = 16,
         supervise: bool = False,
+        via_etcd: bool = False,
         extra: Sequence[str] = (),
     ) -> Process:
+        """An executor told the nodes started so far (it learns the rest from them); with
+        `via_etcd`, one that finds the nodes in etcd instead."""
+        seeds = [arg for node in self.nodes.values() for arg in ("--node", node.address)]
+        if via_etcd or not seeds:
+            seeds = ["--etcd", f"http://127.0.0.1:{self.etcd_port}"]
         argv = [
-            WHEEL, "executor", "--executor-id", executor_id, "--cluster", self.name,
-            "--etcd", f"http://127.0.0.1:{self.etcd_port}", "--tasks", "tests.e2e.tasks",
-            "--pool", f"default={concurrency}", "--drain-timeout", "2", *extra,
+            WHEEL, "executor", "--executor-id", executor_id, "--cluster", self.name, *seeds,
+            "--tasks", "tests.e2e.tasks", "--pool", f"default={concurrency}",
+            "--drain-timeout", "2", *extra,
         ]  # fmt: skip
         process = Process(executor_id, argv, self.logs / f"{executor_id}.log",
                           env={"WHEEL_EXECUTOR_TOKEN": self.executor_token()})  # fmt: skip

@@ -263,7 +263,7 @@ async def test_a_poison_task_ends_dead_and_does_not_walk_the_fleet(
     for n in range(2):
         cluster.start_node(f"node-{n}")
     for n in range(2):
-        cluster.start_executor(f"executor-{n}", supervise=True)
+        cluster.start_executor(f"executor-{n}", supervise=True, via_etcd=True)
     await cluster.ready()
     tenant = (await store.tenants.create("acme")).id
     (job,) = await jobs(store, tenant, "poison", [whole_second(2)], max_attempts=3,
@@ -301,8 +301,9 @@ async def test_a_tenant_s_spike_does_not_hold_back_another_tenant(
 async def test_processes_run_work_through_an_etcd_with_tls_and_a_password(
     cluster: Cluster, store: Store, tmp_path: Path
 ) -> None:
-    """`wheel scheduler` and `wheel executor` as deployed against a secured etcd: TLS with
-    client certificates and a user, set by flags and a password file (a mounted Secret)."""
+    """`wheel scheduler` as deployed against a secured etcd (TLS with client certificates and
+    a user, set by flags and a password file, a mounted Secret), and a `wheel executor` that
+    needs none of it: it is given a node."""
     async with secured_etcd(tmp_path) as secured:
         password = tmp_path / "etcd-password"
         password.write_text(PASSWORD)
@@ -316,10 +317,9 @@ async def test_processes_run_work_through_an_etcd_with_tls_and_a_password(
         }
         for n in range(2):
             cluster.start_node(f"node-{n}", **settings)
-        extra: list[str] = []
-        for key, value in settings.items():
-            extra += ["--etcd" if key == "etcd_endpoint" else f"--{key.replace('_', '-')}", value]
-        cluster.start_executor("executor-0", extra=extra)
+        # The executor holds no etcd setting at all: the nodes tell it the cluster.
+        cluster.start_executor("executor-0")
+        assert "--etcd" not in cluster.executors["executor-0"].argv
         await cluster.ready()
         tenant = (await store.tenants.create("secured")).id
         start = whole_second(2)
