@@ -43,7 +43,7 @@ from wheel.scheduler.observer import log_fields
 from wheel.scheduler.periodic import every
 from wheel.scheduler.publisher import Publisher
 from wheel.scheduler.server import Served, serve
-from wheel.store import Store
+from wheel.store import Store, wait_until_migrated
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +123,7 @@ class SchedulerNode:
 
     async def start(self) -> None:
         config = self.config
+        await wait_until_migrated(config.postgres_dsn)  # beside the migration Job: wait
         async with contextlib.AsyncExitStack() as resources:
             store = await Store.open(config.postgres_dsn, min_size=2, max_size=config.pool_size)
             resources.push_async_callback(store.close)
@@ -339,9 +340,8 @@ class SchedulerNode:
         parts.engine.retry_blocked()
 
     async def _reap(self) -> None:
-        engine = self._parts.engine
-        await engine.reap()
-        engine.sweep()
+        await self._parts.engine.reap()
+        self._parts.engine.sweep()
 
     async def _materialise(self) -> None:
         parts = self._parts

@@ -9,15 +9,19 @@ file has since changed is an error, never silently skipped.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import logging
 import re
 from dataclasses import dataclass
 from importlib import resources
 
 import psycopg
 
-from wheel.errors import MigrationError
+from wheel.errors import MigrationError, StoreError
 from wheel.store.translate import translated
+
+log = logging.getLogger(__name__)
 
 # pg_advisory_lock key: an arbitrary constant that names "wheel migrations".
 MIGRATION_LOCK_KEY = 0x77686565_6C6D6967  # "wheelmig"
@@ -94,6 +98,44 @@ async def migrate(dsn: str) -> list[Migration]:
             finally:
                 await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
     return applied_now
+
+
+async def pending(dsn: str) -> list[Migration]:
+    """The migrations the database at `dsn` has not had yet (all of them on a new database)."""
+    async with translated():
+        conn = await psycopg.AsyncConnection.connect(dsn, autocommit=True)
+        async with conn:
+            cursor = await conn.execute("SELECT to_regclass('wheel_migrations') IS NOT NULL")
+            row = await cursor.fetchone()
+            if row is None or not row[0]:
+                return available()
+            cursor = await conn.execute("SELECT number FROM wheel_migrations")
+            done = {number for (number,) in await cursor.fetchall()}
+    return [m for m in available() if m.number not in done]
+
+
+async def wait_until_migrated(dsn: str, *, poll_s: float = 2.0) -> None:
+    """Return once every migration this wheel knows is applied; meanwhile say what is missing.
+
+    A node started beside the migration Job (or before `wheel migrate`) waits for it
+    here instead of failing and being restarted; so it does while Postgres is away.
+    """
+    said = ""
+    while True:
+        try:
+            missing = await pending(dsn)
+        except StoreError as exc:
+            missing, why = [], f"cannot read the schema: {exc}"
+        else:
+            if not missing:
+                return
+            why = "run `wheel migrate` (or the migration Job): missing " + ", ".join(
+                f"{m.number:04d}_{m.name}" for m in missing
+            )
+        if why != said:
+            log.warning("store.waiting_for_migration", extra={"reason": why})
+            said = why
+        await asyncio.sleep(poll_s)  # another process migrates: nothing here to await
 
 
 def _check_unchanged(migration: Migration, name: str, sha256: str) -> None:

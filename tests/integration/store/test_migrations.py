@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import subprocess
 import sys
 import uuid
@@ -20,7 +21,7 @@ from wheel.local import LocalServices
 from wheel.model.ids import PartitionId, new_job_id
 from wheel.model.jobs import JobSpec, Schedule, ScheduleKind
 from wheel.store import Store, migrate
-from wheel.store.migrate import available
+from wheel.store.migrate import available, pending, wait_until_migrated
 
 
 @pytest.fixture
@@ -136,3 +137,45 @@ async def test_jobs_that_shared_a_name_keep_it_oldest_first_once_names_are_uniqu
             await store.jobs.create(owner.id, new_job_id(), PartitionId(0), spec)
     finally:
         await store.close()
+
+
+async def _said_waiting(caplog: pytest.LogCaptureFixture) -> None:
+    async with asyncio.timeout(10):
+        while True:
+            if any(r.msg == "store.waiting_for_migration" for r in caplog.records):
+                return
+            await asyncio.sleep(0.01)  # the waiter's log is the only sign it is waiting
+
+
+async def test_a_new_database_lacks_every_migration_and_a_migrated_one_none(
+    empty_database: str,
+) -> None:
+    assert [m.number for m in await pending(empty_database)] == [m.number for m in available()]
+    await migrate(empty_database)
+    assert await pending(empty_database) == []
+
+
+async def test_it_waits_saying_what_is_missing_and_returns_once_migrated(
+    empty_database: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="wheel.store.migrate")
+    waiting = asyncio.create_task(wait_until_migrated(empty_database, poll_s=0.05))
+    await _said_waiting(caplog)
+    assert not waiting.done()
+    (said,) = [r for r in caplog.records if r.msg == "store.waiting_for_migration"]
+    assert "missing 0001_initial" in said.reason  # type: ignore[attr-defined]
+    await migrate(empty_database)
+    async with asyncio.timeout(10):
+        await waiting
+
+
+async def test_it_waits_while_postgres_is_away(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="wheel.store.migrate")
+    nowhere = "postgresql://wheel@127.0.0.1:1/wheel?connect_timeout=1"
+    waiting = asyncio.create_task(wait_until_migrated(nowhere, poll_s=0.05))
+    await _said_waiting(caplog)
+    (said,) = [r for r in caplog.records if r.msg == "store.waiting_for_migration"]
+    assert "cannot read the schema" in said.reason  # type: ignore[attr-defined]
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
