@@ -109,37 +109,7 @@ def _pools(values: tuple[str, ...]) -> dict[str, int]:
     help="File holding the executor token (env WHEEL_EXECUTOR_TOKEN_FILE); or set "
     "WHEEL_EXECUTOR_TOKEN. Make one with `wheel tokens create --executor`.",
 )
-@click.option(
-    "--etcd-ca-file",
-    envvar="WHEEL_ETCD_CA_FILE",
-    default="",
-    help="PEM CA of etcd's certificates: etcd over TLS (env WHEEL_ETCD_CA_FILE).",
-)
-@click.option(
-    "--etcd-cert-file",
-    envvar="WHEEL_ETCD_CERT_FILE",
-    default="",
-    help="PEM client certificate for etcd (env WHEEL_ETCD_CERT_FILE).",
-)
-@click.option(
-    "--etcd-key-file",
-    envvar="WHEEL_ETCD_KEY_FILE",
-    default="",
-    help="PEM key of --etcd-cert-file (env WHEEL_ETCD_KEY_FILE).",
-)
-@click.option(
-    "--etcd-user",
-    envvar="WHEEL_ETCD_USER",
-    default="",
-    help="etcd user (env WHEEL_ETCD_USER); its password from WHEEL_ETCD_PASSWORD "
-    "or --etcd-password-file.",
-)
-@click.option(
-    "--etcd-password-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    envvar="WHEEL_ETCD_PASSWORD_FILE",
-    help="File holding the etcd user's password (env WHEEL_ETCD_PASSWORD_FILE).",
-)
+@options.etcd_access
 @click.option(
     "--tls/--no-tls",
     envvar="WHEEL_TLS",
@@ -165,11 +135,7 @@ def executor(
     token_file: Path | None,
     tls: bool,
     tls_ca_file: str,
-    etcd_ca_file: str,
-    etcd_cert_file: str,
-    etcd_key_file: str,
-    etcd_user: str,
-    etcd_password_file: Path | None,
+    etcd_access: options.EtcdAccess,
 ) -> None:
     """Run task handlers for the scheduler nodes; SIGTERM drains and exits."""
     from wheel.executor.config import ExecutorConfig
@@ -197,11 +163,11 @@ def executor(
             token=_token(token_file),
             tls=tls,
             tls_ca_file=tls_ca_file,
-            etcd_ca_file=etcd_ca_file,
-            etcd_cert_file=etcd_cert_file,
-            etcd_key_file=etcd_key_file,
-            etcd_user=etcd_user,
-            etcd_password=_secret(etcd_password_file, "WHEEL_ETCD_PASSWORD"),
+            etcd_ca_file=etcd_access.etcd_ca_file,
+            etcd_cert_file=etcd_access.etcd_cert_file,
+            etcd_key_file=etcd_access.etcd_key_file,
+            etcd_user=etcd_access.etcd_user,
+            etcd_password=etcd_access.etcd_password,
         )
         eventloop.run(run_executor(config))
     except WheelError as exc:
@@ -217,13 +183,3 @@ def _token(path: Path | None) -> str:
     except OSError as exc:
         reason = f"cannot read {path}: {exc.strerror}"
         raise click.BadParameter(reason, param_hint="--token-file") from None
-
-
-def _secret(path: Path | None, variable: str) -> str:
-    """A secret from its file (a mounted Secret) or else the environment; never a flag."""
-    if path is not None:
-        try:
-            return path.read_text().strip()
-        except OSError as exc:
-            raise click.BadParameter(f"cannot read {path}: {exc.strerror}") from None
-    return os.environ.get(variable, "")

@@ -46,17 +46,20 @@ def migrate(dsn: str) -> None:
 
 @cli.command()
 @options.etcd
+@options.etcd_access
 @options.cluster
 @options.output
-def shards(endpoint: str, cluster: str, output: str) -> None:
+def shards(endpoint: str, etcd_access: options.EtcdAccess, cluster: str, output: str) -> None:
     """Every partition, the node that owns it and its epoch (as etcdctl would show them)."""
     from wheel.cli.jobs_options import CommandError
     from wheel.coordinator import shards as listing
     from wheel.coordinator.etcd import Etcd
     from wheel.coordinator.layout import Layout
 
+    settings = etcd_access.settings(endpoint)
+
     async def read() -> tuple[bool, list[listing.Shard]]:
-        etcd = await Etcd.connect(endpoint)
+        etcd = await Etcd.connect(settings)
         try:
             layout = Layout(cluster)
             rows = await listing.shards(etcd, layout)

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
 import click
+
+if TYPE_CHECKING:
+    from wheel.coordinator.etcd import EtcdSettings
 
 dsn = click.option(
     "--dsn",
@@ -30,3 +40,75 @@ cluster = click.option(
     show_default=True,
     help="Cluster name: keys live under /wheel/<cluster>/ (env WHEEL_CLUSTER).",
 )
+
+
+def _secret(path: Path | None, variable: str) -> str:
+    """A secret from its file (a mounted Secret) or else the environment; never a flag."""
+    if path is not None:
+        try:
+            return path.read_text().strip()
+        except OSError as exc:
+            raise click.BadParameter(
+                f"cannot read {path}: {exc.strerror}", param_hint="--etcd-password-file"
+            ) from None
+    return os.environ.get(variable, "")
+
+
+@dataclass(frozen=True)
+class EtcdAccess:
+    """etcd's TLS and user settings as a command got them."""
+
+    etcd_ca_file: str
+    etcd_cert_file: str
+    etcd_key_file: str
+    etcd_user: str
+    etcd_password: str = field(repr=False)
+
+    def settings(self, endpoint: str) -> EtcdSettings:
+        from wheel.coordinator.etcd import EtcdSettings
+
+        return EtcdSettings.of(
+            endpoint,
+            ca_file=self.etcd_ca_file,
+            cert_file=self.etcd_cert_file,
+            key_file=self.etcd_key_file,
+            user=self.etcd_user,
+            password=self.etcd_password,
+        )
+
+
+def etcd_access(command: Callable[..., Any]) -> Callable[..., Any]:
+    """etcd's TLS and user options; the command gets them as one `etcd_access` (the password
+    read from its file or WHEEL_ETCD_PASSWORD, never a flag)."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        kwargs["etcd_access"] = EtcdAccess(
+            etcd_ca_file=kwargs.pop("etcd_ca_file"),
+            etcd_cert_file=kwargs.pop("etcd_cert_file"),
+            etcd_key_file=kwargs.pop("etcd_key_file"),
+            etcd_user=kwargs.pop("etcd_user"),
+            etcd_password=_secret(kwargs.pop("etcd_password_file"), "WHEEL_ETCD_PASSWORD"),
+        )
+        return command(*args, **kwargs)
+
+    for option in reversed(
+        [
+            click.option("--etcd-ca-file", envvar="WHEEL_ETCD_CA_FILE", default="",
+                         help="PEM CA of etcd's certificates: etcd over TLS "
+                         "(env WHEEL_ETCD_CA_FILE)."),
+            click.option("--etcd-cert-file", envvar="WHEEL_ETCD_CERT_FILE", default="",
+                         help="PEM client certificate for etcd (env WHEEL_ETCD_CERT_FILE)."),
+            click.option("--etcd-key-file", envvar="WHEEL_ETCD_KEY_FILE", default="",
+                         help="PEM key of --etcd-cert-file (env WHEEL_ETCD_KEY_FILE)."),
+            click.option("--etcd-user", envvar="WHEEL_ETCD_USER", default="",
+                         help="etcd user (env WHEEL_ETCD_USER); its password from "
+                         "WHEEL_ETCD_PASSWORD or --etcd-password-file."),
+            click.option("--etcd-password-file", envvar="WHEEL_ETCD_PASSWORD_FILE",
+                         type=click.Path(dir_okay=False, path_type=Path),
+                         help="File holding the etcd user's password "
+                         "(env WHEEL_ETCD_PASSWORD_FILE)."),
+        ]
+    ):  # fmt: skip
+        run = option(run)
+    return run

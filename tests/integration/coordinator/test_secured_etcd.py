@@ -174,3 +174,35 @@ async def test_a_certificate_from_another_ca_names_the_certificate(
     with pytest.raises(ConfigError) as caught:
         await Etcd.connect(secured.settings(cert_file=str(cert), key_file=str(key)))
     assert caught.value.field == "etcd_cert_file"
+
+
+async def test_wheel_shards_reads_a_secured_etcd_from_its_settings(
+    secured: SecuredEtcd, tmp_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from wheel.cli.main import cli
+
+    password = tmp_path / "password"
+    password.write_text(PASSWORD)
+    env = {
+        "WHEEL_ETCD_ENDPOINT": secured.endpoint,
+        "WHEEL_ETCD_CA_FILE": str(secured.authority.path),
+        "WHEEL_ETCD_CERT_FILE": str(secured.client_cert),
+        "WHEEL_ETCD_KEY_FILE": str(secured.client_key),
+        "WHEEL_ETCD_USER": "root",
+    }
+
+    def shards(*args: str, **extra: str) -> tuple[int, str]:
+        done = CliRunner().invoke(cli, ["shards", "--cluster", "nobody-here", *args],
+                                  env={**env, **extra})  # fmt: skip
+        # The `wheel` entry point prints a WheelError; invoked directly, it is the exception.
+        return done.exit_code, done.output + str(done.exception or "")
+
+    # It got through TLS and the login: the answer is about the cluster, not the connection.
+    code, out = await asyncio.to_thread(shards, "--etcd-password-file", str(password))
+    assert (code, "no node is in cluster 'nobody-here'" in out) == (1, True), out
+    code, out = await asyncio.to_thread(shards, WHEEL_ETCD_PASSWORD=PASSWORD)
+    assert "no node is in cluster" in out, out
+    code, out = await asyncio.to_thread(shards, WHEEL_ETCD_PASSWORD="wrong")
+    assert (code, "etcd_password: etcd refused user 'root'" in out) == (1, True), out
