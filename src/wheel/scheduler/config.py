@@ -46,6 +46,9 @@ class SchedulerConfig:
     """host:port of the gRPC server; port 0 picks a free one."""
     advertise: str = ""
     """host:port executors reach this node at (default: the bound listen address)."""
+    http_listen: str = ""
+    """host:port of the web dashboard (port 0 picks one); empty: not served. It calls this
+    node's own API with each signed-in user's token."""
     metrics_listen: str = ""
     """host:port for Prometheus metrics (/metrics); empty: not served."""
     tls_cert_file: str = ""

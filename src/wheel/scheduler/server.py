@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import grpc
+from aiohttp import web
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
@@ -29,6 +30,7 @@ from wheel.api.server.served import ServedView
 from wheel.coordinator.cluster_view import ClusterView
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
+from wheel.dashboard.app import DashboardSettings, start_dashboard
 from wheel.keepalive import SERVER_KEEPALIVE
 from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.engine import Engine
@@ -46,7 +48,7 @@ OPTIONS: tuple[tuple[str, int], ...] = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Served:
     """A started server and what the node changes on it later."""
 
@@ -56,8 +58,13 @@ class Served:
     """Where executors and clients reach this node."""
     cluster: ClusterView
     """The cluster map the node serves executors (WatchCluster)."""
+    dashboard: web.AppRunner | None = None
+    dashboard_address: str = ""
+    """Where the web dashboard listens ("" when it is off)."""
 
     async def close(self) -> None:
+        if self.dashboard is not None:
+            await self.dashboard.cleanup()
         await self.server.stop(1.0)
         await self.cluster.stop()
 
@@ -113,4 +120,14 @@ async def serve(
         port = server.add_insecure_port(config.listen)
     await server.start()
     host = config.listen.rsplit(":", 1)[0]
-    return Served(server, health_servicer, config.advertise or f"{host}:{port}", cluster)
+    running = Served(server, health_servicer, config.advertise or f"{host}:{port}", cluster)
+    if config.http_listen:
+        tls = bool(config.tls_cert_file)
+        # The dashboard is one more client of this node's API, on the loopback (by the
+        # certificate's name, with TLS: a node's certificate names localhost for this).
+        own = f"{'localhost' if tls else '127.0.0.1'}:{port}"
+        settings = DashboardSettings(own, api_tls=tls, api_ca_file=config.tls_cert_file or None)
+        running.dashboard, running.dashboard_address = await start_dashboard(
+            config.http_listen, settings
+        )
+    return running

@@ -1,0 +1,213 @@
+"""The dashboard's HTTP side: routes, the sign-in, sessions and CSRF, errors as pages.
+
+    runner = await start_dashboard("0.0.0.0:8080", api_endpoint="127.0.0.1:7070")
+    ...
+    await runner.cleanup()
+
+Every page but the sign-in needs a session; every form that changes something
+carries the session's CSRF token (and the cookie is SameSite=Strict besides).
+An API error is shown as the page's message, never a traceback: a refused
+token signs the browser out, another tenant's object is "not found", as the
+API answers.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+from aiohttp import web
+
+from wheel.client.aio import AsyncClient
+from wheel.dashboard import pages
+from wheel.dashboard.sessions import Session, Sessions
+from wheel.errors import NotFound, Unauthenticated, WheelError
+
+log = logging.getLogger(__name__)
+
+COOKIE = "wheel_session"
+_SESSIONS = web.AppKey("sessions", Sessions)
+_TEMPLATES = web.AppKey("templates", jinja2.Environment)
+_TOKEN_SHAPE = re.compile(r"^whl_[A-Za-z0-9_-]{10,200}$")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass(frozen=True)
+class DashboardSettings:
+    api_endpoint: str
+    """The node's own gRPC address: the dashboard is one more API client."""
+    api_tls: bool = False
+    api_ca_file: str | None = None
+    secure_cookie: bool = False
+    """Mark the cookie Secure (set when the dashboard is behind HTTPS)."""
+
+
+_SETTINGS: web.AppKey[DashboardSettings] = web.AppKey("settings")
+
+
+def templates() -> jinja2.Environment:
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("wheel.dashboard", "templates"),
+        autoescape=jinja2.select_autoescape(["html"]),
+        undefined=jinja2.StrictUndefined,
+    )
+    environment.filters.update(pages.FILTERS)
+    return environment
+
+
+def render(request: web.Request, name: str, status: int = 200, **context: Any) -> web.Response:
+    session: Session | None = request.get("session")
+    body = (
+        request.app[_TEMPLATES]
+        .get_template(name)
+        .render(session=session, csrf=session.csrf if session else "", path=request.path, **context)
+    )
+    return web.Response(
+        text=body,
+        status=status,
+        content_type="text/html",
+        headers={
+            "Cache-Control": "no-store",
+            "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; "
+            "img-src 'self' data:; frame-ancestors 'none'; form-action 'self'",
+            "X-Content-Type-Options": "nosniff",
+            "Referrer-Policy": "same-origin",
+        },
+    )
+
+
+@web.middleware
+async def signed_in(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Attach the session; send a browser without one to the sign-in; check CSRF on POST."""
+    if request.path.startswith("/static/") or request.path == "/signin":
+        return await handler(request)
+    session = request.app[_SESSIONS].get(request.cookies.get(COOKIE))
+    if session is None:
+        raise web.HTTPSeeOther("/signin")
+    request["session"] = session
+    if request.method == "POST":
+        form = await request.post()
+        given = form.get("csrf")
+        if not session.csrf_ok(given if isinstance(given, str) else None):
+            return render(request, "error.html", status=403, message="This form has expired:"
+                          " reload the page and try again.")  # fmt: skip
+    try:
+        return await handler(request)
+    except Unauthenticated:
+        await request.app[_SESSIONS].close(session.id)
+        response = web.HTTPSeeOther("/signin?expired=1")
+        response.del_cookie(COOKIE)
+        raise response from None
+    except NotFound as exc:
+        return render(request, "error.html", status=404, message=str(exc))
+    except WheelError as exc:
+        return render(request, "error.html", status=400, message=str(exc))
+
+
+async def signin_page(request: web.Request) -> web.Response:
+    expired = request.query.get("expired") == "1"
+    return render(request, "signin.html", error="", expired=expired)
+
+
+async def signin(request: web.Request) -> web.StreamResponse:
+    form = await request.post()
+    token = str(form.get("token", "")).strip()
+    if not _TOKEN_SHAPE.match(token):
+        return render(request, "signin.html", status=401, expired=False,
+                      error="That is not a wheel token (whl_...).")  # fmt: skip
+    settings = request.app[_SETTINGS]
+    client = AsyncClient(
+        settings.api_endpoint, token=token, tls=settings.api_tls,
+        root_certificates=settings.api_ca_file, retries=1,
+    )  # fmt: skip
+    try:
+        await client.list_jobs(page_size=1)
+    except Unauthenticated:
+        await client.close()
+        return render(
+            request,
+            "signin.html",
+            status=401,
+            expired=False,
+            error="This token is not accepted (unknown, revoked, or an executor's).",
+        )
+    except WheelError as exc:
+        await client.close()
+        return render(request, "signin.html", status=503, expired=False, error=str(exc))
+    session = await request.app[_SESSIONS].open(client, token[4:10])
+    response = web.HTTPSeeOther("/jobs")
+    response.set_cookie(
+        COOKIE, session.id, httponly=True, samesite="Strict", path="/",
+        secure=settings.secure_cookie,
+    )  # fmt: skip
+    raise response
+
+
+async def signout(request: web.Request) -> web.StreamResponse:
+    await request.app[_SESSIONS].close(request["session"].id)
+    response = web.HTTPSeeOther("/signin")
+    response.del_cookie(COOKIE, path="/")
+    raise response
+
+
+def _page(view: Callable[..., Awaitable[dict[str, Any]]], template: str) -> Handler:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        session: Session = request["session"]
+        context = await view(session.client, request)
+        if "redirect" in context:
+            raise web.HTTPSeeOther(context["redirect"])
+        name = context.pop("template", template)
+        return render(request, name, **context)
+
+    return handle
+
+
+async def _root(request: web.Request) -> web.StreamResponse:
+    raise web.HTTPSeeOther("/jobs")
+
+
+def make_app(settings: DashboardSettings, sessions: Sessions | None = None) -> web.Application:
+    app = web.Application(middlewares=[signed_in], client_max_size=64 * 1024)
+    app[_SESSIONS] = sessions or Sessions()
+    app[_SETTINGS] = settings
+    app[_TEMPLATES] = templates()
+    app.router.add_get("/", _root)
+    app.router.add_get("/signin", signin_page)
+    app.router.add_post("/signin", signin)
+    app.router.add_post("/signout", signout)
+    app.router.add_get("/jobs", _page(pages.jobs, "jobs.html"))
+    app.router.add_get("/jobs/{ref}", _page(pages.job, "job.html"))
+    app.router.add_post("/jobs/{ref}/{action:pause|resume|trigger}", _page(pages.act, ""))
+    app.router.add_get("/runs", _page(pages.runs, "runs.html"))
+    app.router.add_get("/runs/{id}", _page(pages.run, "run.html"))
+    app.router.add_post("/runs/{id}/retry", _page(pages.retry, ""))
+    app.router.add_get("/queue", _page(pages.queue, "queue.html"))
+    app.router.add_post("/queue/retry", _page(pages.retry_many, ""))
+    app.router.add_get("/cluster", _page(pages.cluster, "cluster.html"))
+    app.router.add_static("/static/", pages.STATIC, show_index=False)
+
+    async def close_sessions(_: web.Application) -> None:
+        await app[_SESSIONS].close_all()
+
+    app.on_cleanup.append(close_sessions)
+    return app
+
+
+async def start_dashboard(listen: str, settings: DashboardSettings) -> tuple[web.AppRunner, str]:
+    """Serve the dashboard on `listen` (host:port; port 0 picks one); the runner and the
+    bound address."""
+    host, _, port = listen.rpartition(":")
+    runner = web.AppRunner(make_app(settings), access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    site = web.TCPSite(runner, host or "127.0.0.1", int(port))
+    await site.start()
+    bound = runner.addresses[0]
+    return runner, f"{bound[0]}:{bound[1]}"
+
+
+__all__ = ["DashboardSettings", "make_app", "start_dashboard"]

@@ -1,0 +1,232 @@
+"""What each page shows: the API calls it makes (with the user's client) and the context the
+template gets. Lists are the API's keyset pages (50 a page, a token to the next), so a
+page costs the same with a hundred runs in the database or a hundred thousand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from wheel.client.aio import AsyncClient
+from wheel.client.types import Execution, Job
+from wheel.durations import readable
+from wheel.errors import InvalidArgument, WheelError
+from wheel.model.executions import ExecutionStatus
+from wheel.model.jobs import Schedule, ScheduleKind
+
+STATIC = Path(__file__).parent / "static"
+PAGE = 50
+RETRYABLE = (ExecutionStatus.DEAD, ExecutionStatus.NEEDS_REVIEW)
+UPCOMING_MINUTES = 10
+
+
+def _when(instant: datetime | None) -> str:
+    if instant is None:
+        return "-"
+    return instant.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _seconds(start: datetime | None, end: datetime | None) -> str:
+    if start is None or end is None:
+        return "-"
+    return readable((end - start).total_seconds())
+
+
+def words(schedule: Schedule) -> str:
+    """A schedule as a person says it ("At 01:30 AM, Monday through Friday")."""
+    if schedule.kind is ScheduleKind.NOW:
+        return "once, at once"
+    if schedule.kind is ScheduleKind.AT:
+        return f"once, at {_when(schedule.at)}"
+    from cron_descriptor import get_description
+
+    try:
+        return str(get_description(schedule.cron or ""))
+    except Exception:  # its own error types, for expressions it does not know (H fields)
+        return f"cron {schedule.cron}"
+
+
+def colour(node_id: str | None) -> str:
+    """A stable colour per node, for the partition grid."""
+    if not node_id:
+        return "hsl(0, 0%, 50%)"
+    hue = int(hashlib.sha256(node_id.encode()).hexdigest()[:4], 16) % 360
+    return f"hsl({hue}, 60%, 45%)"
+
+
+FILTERS = {
+    "when": _when,
+    "words": words,
+    "colour": colour,
+    "lateness": lambda e: _seconds(e.scheduled_for, e.started_at),
+    "took": lambda e: _seconds(e.started_at, e.finished_at),
+}
+
+
+# -- jobs -----------------------------------------------------------------------------------
+
+
+async def jobs(client: AsyncClient, request: web.Request) -> dict[str, Any]:
+    page = await client.list_jobs(
+        page_size=PAGE, page_token=request.query.get("page", ""), with_runs=True
+    )
+    return {"jobs": page.items, "next_page": page.next_page_token}
+
+
+async def job(client: AsyncClient, request: web.Request) -> dict[str, Any]:
+    found = await client.get_job(request.match_info["ref"], with_runs=True)
+    preview = []
+    if found.schedule.kind is ScheduleKind.CRON:
+        preview = await client.preview_schedule(found.schedule, count=12, job_id=found.id)
+    history = await client.list_executions(job_id=found.id, page_size=20)
+    return {"job": found, "preview": preview, "history": history.items}
+
+
+async def act(client: AsyncClient, request: web.Request) -> dict[str, Any]:
+    ref, action = request.match_info["ref"], request.match_info["action"]
+    if action == "pause":
+        done: Job | Execution = await client.pause_job(ref)
+        target = f"/jobs/{done.id}"
+    elif action == "resume":
+        done = await client.resume_job(ref)
+        target = f"/jobs/{done.id}"
+    else:
+        run = await client.trigger_job(ref)
+        target = f"/runs/{run.id}"
+    back = request.headers.get("Referer", "")
+    if action != "trigger" and back.endswith("/jobs"):
+        target = "/jobs"
+    return {"redirect": target}
+
+
+# -- runs -----------------------------------------------------------------------------------
+
+
+def _statuses(value: str) -> list[ExecutionStatus]:
+    try:
+        return [ExecutionStatus(part) for part in value.split(",") if part]
+    except ValueError:
+        raise InvalidArgument("status", f"{value!r} is not a run status") from None
+
+
+def _instant(value: str, field: str) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidArgument(field, f"{value!r} is not a date and time") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+async def runs(client: AsyncClient, request: web.Request) -> dict[str, Any]:
+    query = request.query
+    job_ref = query.get("job", "")
+    status = query.get("status", "")
+    after, before = (
+        _instant(query.get("after", ""), "after"),
+        _instant(query.get("before", ""), "before"),
+    )
+    page = await client.list_executions(
+        job_id=job_ref or None,
+        statuses=_statuses(status),
+        scheduled_after=after,
+        scheduled_before=before or datetime.now(UTC) + timedelta(seconds=1),
+        page_size=PAGE,
+        page_token=query.get("page", ""),
+    )
+    names = await _names(client, {e.job_id for e in page.items})
+    context = {
+        "runs": page.items, "names": names, "next_page": page.next_page_token,
+        "filters": {"job": job_ref, "status": status, "after": query.get("after", ""),
+                    "before": query.get("before", "")},
+        "statuses": [s.value for s in ExecutionStatus],
+        "live": not query.get("page"),
+    }  # fmt: skip
+    if query.get("fragment") == "1":
+        context["template"] = "runs_table.html"
+    return context
+
+
+async def _names(client: AsyncClient, job_ids: set[Any]) -> dict[Any, str]:
+    names: dict[Any, str] = {}
+    for job_id in job_ids:
+        try:
+            names[job_id] = (await client.get_job(job_id)).name
+        except WheelError:
+            names[job_id] = str(job_id)
+    return names
+
+
+async def run(client: AsyncClient, request: web.Request) -> dict[str, Any]:
+    explanation = await client.explain_execution(request.match_info["id"])
+    execution = explanation.execution
+    attempts = (await client.get_execution(execution.id)).attempts if execution else ()
+    found = await client.get_job(explanation.job_id)
+    return {
+        "explanation": explanation, "execution": execution, "attempts": attempts,
+        "job": found, "retryable": execution is not None and execution.status in RETRYABLE,
+    }  # fmt: skip
+
+
+async def retry(client: AsyncClient, request: web.Request) -> dict[str, Any]:
+    retried = await client.retry_execution(request.match_info["id"])
+    return {"redirect": f"/runs/{retried.id}"}
+
+
+async def queue(client: AsyncClient, request: web.Request) -> dict[str, Any]:
+    page = await client.list_executions(
+        statuses=list(RETRYABLE), page_size=PAGE, page_token=request.query.get("page", "")
+    )
+    names = await _names(client, {e.job_id for e in page.items})
+    return {"runs": page.items, "names": names, "next_page": page.next_page_token,
+            "retried": request.query.get("retried", "")}  # fmt: skip
+
+
+async def retry_many(client: AsyncClient, request: web.Request) -> dict[str, Any]:
+    form = await request.post()
+    chosen = [str(v) for v in form.getall("id", [])][:PAGE]
+    for execution_id in chosen:
+        await client.retry_execution(execution_id)
+    return {"redirect": f"/queue?retried={len(chosen)}"}
+
+
+# -- the cluster ----------------------------------------------------------------------------
+
+
+async def cluster(client: AsyncClient, request: web.Request) -> dict[str, Any]:
+    nodes = await client.nodes()
+    partitions = await client.partitions()
+    executors = await client.executors()
+    now = datetime.now(UTC)
+    upcoming = await client.list_executions(
+        statuses=[ExecutionStatus.PENDING], scheduled_after=now,
+        scheduled_before=now + timedelta(minutes=UPCOMING_MINUTES), page_size=1000,
+        oldest_first=True,
+    )  # fmt: skip
+    pools: dict[Any, str] = {}
+    for job_id in {e.job_id for e in upcoming.items}:
+        try:
+            pools[job_id] = (await client.get_job(job_id)).policies.pool
+        except WheelError:
+            pools[job_id] = "?"
+    load: Counter[tuple[str, int]] = Counter(
+        (pools[e.job_id], int((e.scheduled_for - now).total_seconds() // 60))
+        for e in upcoming.items
+    )
+    names = sorted({pool for pool, _ in load})
+    tallest = max(load.values(), default=0)
+    chart = [
+        {"pool": pool, "minutes": [load.get((pool, m), 0) for m in range(UPCOMING_MINUTES)]}
+        for pool in names
+    ]
+    return {
+        "nodes": nodes, "partitions": partitions, "executors": executors, "chart": chart,
+        "tallest": tallest, "minutes": UPCOMING_MINUTES, "capped": bool(upcoming.next_page_token),
+    }  # fmt: skip

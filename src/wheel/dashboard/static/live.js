@@ -1,0 +1,23 @@
+// The runs table while you watch: refetch it every 2 s, the same page's table only
+// (?fragment=1), and swap it in. Nothing else on any page is scripted.
+(function () {
+  "use strict";
+  const table = document.getElementById("runs");
+  if (!table || !table.dataset.live) return;
+  const url = new URL(window.location.href);
+  url.searchParams.set("fragment", "1");
+  async function refresh() {
+    try {
+      const answer = await fetch(url, { credentials: "same-origin", headers: { "Accept": "text/html" } });
+      if (!answer.ok || answer.redirected) return;
+      const holder = document.createElement("div");
+      holder.innerHTML = await answer.text();
+      const fresh = holder.querySelector("#runs");
+      const current = document.getElementById("runs");
+      if (fresh && current) current.replaceWith(fresh);
+    } catch (error) {
+      // The node is away: try again at the next tick.
+    }
+  }
+  window.setInterval(refresh, 2000);
+})();
