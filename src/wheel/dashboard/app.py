@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 COOKIE = "wheel_session"
 _SESSIONS = web.AppKey("sessions", Sessions)
 _TEMPLATES = web.AppKey("templates", jinja2.Environment)
+_SESSION = web.RequestKey("session", Session)
 _TOKEN_SHAPE = re.compile(r"^whl_[A-Za-z0-9_-]{10,200}$")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -61,7 +62,7 @@ def templates() -> jinja2.Environment:
 
 
 def render(request: web.Request, name: str, status: int = 200, **context: Any) -> web.Response:
-    session: Session | None = request.get("session")
+    session: Session | None = request.get(_SESSION)
     body = (
         request.app[_TEMPLATES]
         .get_template(name)
@@ -89,7 +90,7 @@ async def signed_in(request: web.Request, handler: Handler) -> web.StreamRespons
     session = request.app[_SESSIONS].get(request.cookies.get(COOKIE))
     if session is None:
         raise web.HTTPSeeOther("/signin")
-    request["session"] = session
+    request[_SESSION] = session
     if request.method == "POST":
         form = await request.post()
         given = form.get("csrf")
@@ -149,7 +150,7 @@ async def signin(request: web.Request) -> web.StreamResponse:
 
 
 async def signout(request: web.Request) -> web.StreamResponse:
-    await request.app[_SESSIONS].close(request["session"].id)
+    await request.app[_SESSIONS].close(request[_SESSION].id)
     response = web.HTTPSeeOther("/signin")
     response.del_cookie(COOKIE, path="/")
     raise response
@@ -157,7 +158,7 @@ async def signout(request: web.Request) -> web.StreamResponse:
 
 def _page(view: Callable[..., Awaitable[dict[str, Any]]], template: str) -> Handler:
     async def handle(request: web.Request) -> web.StreamResponse:
-        session: Session = request["session"]
+        session = request[_SESSION]
         context = await view(session.client, request)
         if "redirect" in context:
             raise web.HTTPSeeOther(context["redirect"])

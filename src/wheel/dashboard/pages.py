@@ -10,6 +10,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from aiohttp import web
 
@@ -60,7 +61,17 @@ def colour(node_id: str | None) -> str:
     return f"hsl({hue}, 60%, 45%)"
 
 
+def wall(run: Any) -> str:
+    """A previewed run's wall time as people read it: "Sun 28 Mar 2027, 02:00 BST"."""
+    try:
+        local = run.instant.astimezone(ZoneInfo(run.time_zone))
+    except (ZoneInfoNotFoundError, ValueError):
+        return str(run.wall_time)
+    return str(local.strftime("%a %d %b %Y, %H:%M %Z"))
+
+
 FILTERS = {
+    "wall": wall,
     "when": _when,
     "words": words,
     "colour": colour,
@@ -79,13 +90,45 @@ async def jobs(client: AsyncClient, request: web.Request) -> dict[str, Any]:
     return {"jobs": page.items, "next_page": page.next_page_token}
 
 
+def next_offset_change(zone: str, after: datetime, days: int = 400) -> datetime | None:
+    """The first instant after `after` at which `zone`'s UTC offset changes (to the minute),
+    within `days`; None for a zone without DST."""
+    try:
+        tz = ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        return None
+    step = timedelta(days=1)
+    at, offset = after, after.astimezone(tz).utcoffset()
+    for _ in range(days):
+        following = at + step
+        if following.astimezone(tz).utcoffset() != offset:
+            while following - at > timedelta(seconds=1):  # narrow it down
+                middle = at + (following - at) / 2
+                if middle.astimezone(tz).utcoffset() == offset:
+                    at = middle
+                else:
+                    following = middle
+            # Within a second after the change, which zones make on a whole minute.
+            return following.replace(second=0, microsecond=0)
+        at = following
+    return None
+
+
 async def job(client: AsyncClient, request: web.Request) -> dict[str, Any]:
     found = await client.get_job(request.match_info["ref"], with_runs=True)
-    preview = []
+    preview: list[Any] = []
+    around: list[Any] = []
+    change = None
     if found.schedule.kind is ScheduleKind.CRON:
         preview = await client.preview_schedule(found.schedule, count=12, job_id=found.id)
+        change = next_offset_change(found.schedule.time_zone, datetime.now(UTC))
+        if change is not None:
+            around = await client.preview_schedule(
+                found.schedule, count=6, after=change - timedelta(days=2), job_id=found.id
+            )
     history = await client.list_executions(job_id=found.id, page_size=20)
-    return {"job": found, "preview": preview, "history": history.items}
+    return {"job": found, "preview": preview, "around": around, "change": change,
+            "history": history.items}  # fmt: skip
 
 
 async def act(client: AsyncClient, request: web.Request) -> dict[str, Any]:

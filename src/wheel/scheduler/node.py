@@ -88,7 +88,8 @@ class SchedulerNode:
         """The current membership (None while the clock is unfit)."""
         self._running: _Running | None = None
         self.metrics_address = ""
-        """Where /metrics is served ("" when it is not)."""
+        """Where /metrics and the dashboard are served ("" when they are not)."""
+        self.dashboard_address = ""
         self._tasks: list[asyncio.Task[None]] = []
         self._membership_task: asyncio.Task[None] | None = None
         self._health_status: int | None = None
@@ -104,7 +105,6 @@ class SchedulerNode:
 
     @property
     def store(self) -> Store:
-        """The node's store (once started)."""
         return self._parts.store
 
     @property
@@ -141,6 +141,7 @@ class SchedulerNode:
                 partitions=partitions,
             )  # fmt: skip
             resources.push_async_callback(served.close)
+            self.dashboard_address = served.dashboard_address
             if metrics is not None:
                 metrics.watch(engine.snapshot, engine.upcoming)
                 host, port = metrics.serve(config.metrics_listen)

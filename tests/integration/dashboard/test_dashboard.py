@@ -1,0 +1,238 @@
+"""The web dashboard in a real browser: headless Chromium (the system's, driven by Playwright)
+against a real node, its real API and an executor running tasks.
+
+Screenshots of every page, at 1280x800 and at a phone's 390x844, light and dark, go to
+build/screenshots/ (WHEEL_SCREENSHOTS to choose); with WHEEL_UPDATE_SCREENSHOTS=1 the
+jobs page also replaces the README's docs/screenshots/dashboard.png (`make screenshots`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Browser, Page, async_playwright, expect
+
+import wheel
+from tests.integration.nodes import NodeFactory
+from wheel.client import AsyncClient
+from wheel.executor.config import ExecutorConfig
+from wheel.executor.context import TaskContext
+from wheel.executor.executor import Executor
+from wheel.executor.tasks import TaskRegistry
+from wheel.model.executions import ExecutionStatus
+from wheel.model.jobs import Policies
+from wheel.scheduler.node import SchedulerNode
+from wheel.store import Store
+
+ROOT = Path(__file__).resolve().parents[3]
+SHOTS = Path(os.environ.get("WHEEL_SCREENSHOTS", ROOT / "build" / "screenshots"))
+README_SHOT = ROOT / "docs" / "screenshots" / "dashboard.png"
+SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+
+
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert found, "the system's Chromium is needed: Debian's chromium package (.ci/run)"
+    return found
+
+
+@pytest.fixture
+async def node(start_node: NodeFactory) -> SchedulerNode:
+    started = await start_node(http_listen="127.0.0.1:0")
+    await started.ready.wait()
+    return started
+
+
+@pytest.fixture
+async def executor(store: Store, node: SchedulerNode) -> AsyncIterator[Executor]:
+    registry = TaskRegistry()
+
+    @registry.task("report")
+    async def report(context: TaskContext) -> None:
+        pass
+
+    @registry.task("flaky")
+    async def flaky(context: TaskContext) -> None:
+        raise RuntimeError("upstream refused the connection")
+
+    running = Executor(
+        ExecutorConfig(
+            executor_id=f"browser-{uuid.uuid4().hex[:6]}",
+            nodes=(node.address,),
+            pools={"default": 4},
+            token=(await store.tenants.create_executor_token("browser"))[1],
+        ),
+        registry,
+    )
+    await running.start()
+    try:
+        yield running
+    finally:
+        await running.stop()
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Browser]:
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(
+            executable_path=chromium(), headless=True, args=["--no-sandbox"]
+        )
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+async def tenant_token(store: Store, name: str) -> str:
+    tenant = await store.tenants.create(f"{name}-{uuid.uuid4().hex[:6]}")
+    return (await store.tenants.create_token(tenant.id, "dashboard"))[1]
+
+
+async def sign_in(page: Page, base: str, token: str) -> None:
+    await page.goto(f"{base}/signin")
+    await page.fill("#token", token)
+    await page.click("button[type=submit]")
+
+
+def _made(directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    return sorted(directory.glob("*.png"))
+
+
+async def shoot(browser: Browser, base: str, token: str, paths: dict[str, str]) -> None:
+    """Every page at both sizes in both colour schemes."""
+    _made(SHOTS)
+    for size, viewport in SIZES.items():
+        for scheme in ("light", "dark"):
+            context = await browser.new_context(viewport=viewport, color_scheme=scheme)  # type: ignore[arg-type]
+            page = await context.new_page()
+            await sign_in(page, base, token)
+            for name, path in paths.items():
+                await page.goto(base + path)
+                await page.screenshot(path=SHOTS / f"{name}-{size}-{scheme}.png", full_page=True)
+                if (name, size, scheme) == ("jobs", "desktop", "light") and os.environ.get(
+                    "WHEEL_UPDATE_SCREENSHOTS"
+                ) == "1":
+                    _made(README_SHOT.parent)
+                    await page.screenshot(path=README_SHOT)
+            await context.close()
+
+
+async def test_a_tenant_watches_acts_and_explains_in_the_browser(
+    node: SchedulerNode, executor: Executor, store: Store, browser: Browser
+) -> None:
+    base = f"http://{node.dashboard_address}"
+    token = await tenant_token(store, "acme")
+    async with AsyncClient(node.address, token=token) as client:
+        nightly = (
+            await client.create_job(
+                "nightly-report", "report", wheel.cron("30 1 * * *", "Europe/London")
+            )
+        ).job
+        flaky = (
+            await client.create_job(
+                "flaky-sync", "flaky", wheel.at(datetime.now(UTC) + timedelta(seconds=0.5)),
+                policies=Policies(max_attempts=1),
+            )
+        ).job  # fmt: skip
+        soon = datetime.now(UTC) + timedelta(minutes=2)
+        for n in range(6):  # the upcoming-load chart's bars
+            await client.create_job(
+                f"later-{n}", "report", wheel.at(soon + timedelta(seconds=40 * n))
+            )
+        async with asyncio.timeout(30):
+            while True:  # polling the API: the node and the executor work on their own
+                runs = (await client.list_executions(job_id=flaky.id)).items
+                if runs and runs[0].status is ExecutionStatus.DEAD:
+                    dead = runs[0]
+                    break
+                await asyncio.sleep(0.1)
+
+    context = await browser.new_context(viewport=SIZES["desktop"])
+    page = await context.new_page()
+
+    # A wrong token is refused, and nothing is shown.
+    await sign_in(page, base, "whl_" + "x" * 40)
+    await expect(page.get_by_role("alert")).to_contain_text("not accepted")
+    await page.goto(f"{base}/jobs")
+    assert page.url.endswith("/signin")
+
+    # Signed in: the jobs, with the schedule in words and as cron.
+    await sign_in(page, base, token)
+    await expect(page).to_have_url(re.compile(r"/jobs$"))
+    row = page.locator("tr", has_text="nightly-report")
+    await expect(row).to_contain_text("At 01:30 AM")
+    await expect(row).to_contain_text("30 1 * * *")
+    await expect(row).to_contain_text("Europe/London")
+    assert token not in await page.content()
+
+    # Trigger one and watch its run succeed.
+    await row.get_by_role("button", name="Trigger").click()
+    await expect(page).to_have_url(re.compile(r"/runs/"))
+    async with asyncio.timeout(30):
+        while "SUCCEEDED" not in await page.locator(".verdict").inner_text():
+            await asyncio.sleep(0.2)  # the run happens on the executor: reload until done
+            await page.reload()
+    await expect(page.locator(".timeline")).to_contain_text("succeeded")
+
+    # The live runs list shows it without a reload.
+    await page.goto(f"{base}/runs")
+    await expect(page.locator("#runs")).to_contain_text("nightly-report")
+
+    # A dead run's explain, then retry it from the queue.
+    await page.goto(f"{base}/runs/{dead.id}")
+    await expect(page.locator(".verdict")).to_contain_text("DEAD")
+    await expect(page.locator(".verdict")).to_contain_text("upstream refused the connection")
+    await page.goto(f"{base}/queue")
+    queued = page.locator("tr", has_text="flaky-sync")
+    await queued.get_by_role("checkbox").check()
+    await page.get_by_role("button", name="Retry the chosen").click()
+    await expect(page.locator(".notice")).to_contain_text("1 sent back to pending")
+
+    # Pause and resume.
+    await page.goto(f"{base}/jobs/{nightly.id}")
+    await page.get_by_role("button", name="Pause").click()
+    await expect(page.locator("h1 .status")).to_have_text("paused")
+    await page.get_by_role("button", name="Resume").click()
+    await expect(page.locator("h1 .status")).to_have_text("active")
+    await expect(page.locator(".timeline li").first).to_be_visible()
+
+    # The shard grid: every partition, coloured by its owner.
+    await page.goto(f"{base}/cluster")
+    await expect(page.locator(".grid .cell")).to_have_count(node.config.partitions)
+    await expect(page.locator(".legend")).to_contain_text(node.node_id)
+    await expect(page.locator("table")).to_contain_text(executor.config.executor_id)
+    await expect(page.locator(".chart .series")).to_contain_text("default")
+    assert await page.locator(".chart .bar").count() == 10
+
+    # A form without the session's CSRF token changes nothing.
+    answer = await page.request.post(f"{base}/jobs/{nightly.id}/pause", form={"csrf": "forged"})
+    assert answer.status == 403
+    await page.goto(f"{base}/jobs/{nightly.id}")
+    await expect(page.locator("h1 .status")).to_have_text("active")
+
+    # Another tenant's run is not found, as the API answers.
+    other = await browser.new_context()
+    stranger = await other.new_page()
+    await sign_in(stranger, base, await tenant_token(store, "globex"))
+    response = await stranger.goto(f"{base}/runs/{dead.id}")
+    assert response is not None
+    assert response.status == 404
+    await expect(stranger.get_by_role("alert")).to_contain_text("not found")
+    await other.close()
+    await context.close()
+
+    await shoot(browser, base, token, {
+        "jobs": "/jobs", "job": f"/jobs/{nightly.id}", "runs": "/runs",
+        "run": f"/runs/{dead.id}", "queue": "/queue", "cluster": "/cluster",
+        "signin": "/signin",
+    })  # fmt: skip
+    assert len(_made(SHOTS)) >= 7 * 4
