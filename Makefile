@@ -8,7 +8,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check --quiet
 
-.PHONY: dev test test-debian-postgres lint typecheck pytest protos bench bench-cluster bench-api clean
+.PHONY: dev test test-debian-postgres screenshots lint typecheck pytest protos bench bench-cluster bench-api clean
 
 $(VENV)/.python-ok:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
@@ -67,6 +67,10 @@ PG_BIN ?= $(lastword $(sort $(wildcard /usr/lib/postgresql/*/bin)))
 test-debian-postgres: $(VENV)/.installed-test
 	@test -x "$(PG_BIN)/postgres" || { echo "no Postgres build found: apt-get install postgresql, or PG_BIN=.../bin" >&2; exit 1; }
 	WHEEL_TEST_POSTGRES_BIN=$(PG_BIN) $(VENV)/bin/python -m pytest tests/integration $(ARGS)
+
+# The dashboard's screenshots (build/screenshots/) and the README's (docs/screenshots/).
+screenshots: $(VENV)/.installed-test
+	WHEEL_UPDATE_SCREENSHOTS=1 $(PY) -m pytest tests/integration/dashboard $(ARGS)
 
 protos: $(VENV)/.installed-test
 	$(PY) scripts/gen_protos.py

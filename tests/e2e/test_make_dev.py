@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
@@ -148,6 +149,12 @@ def test_make_dev_runs_the_examples_and_ctrl_c_leaves_no_process() -> None:
             banner = output.text
             assert f"--endpoints {state['etcd']['endpoint']} get --prefix /wheel/dev/" in banner
             exported = dict(re.findall(r"^  export (WHEEL_\w+)=(\S+)$", banner, re.MULTILINE))
+            # The dashboard the banner names answers with its sign-in page.
+            dashboard = re.search(r"^dashboard +(http://\S+)", banner, re.MULTILINE)
+            assert dashboard is not None, banner
+            with urllib.request.urlopen(f"{dashboard.group(1)}/signin", timeout=10) as page:
+                assert page.status == 200
+                assert "Sign in" in page.read().decode()
             assert exported == {
                 "WHEEL_ENDPOINTS": ",".join(state["endpoints"]),
                 "WHEEL_TOKEN": state["token"],

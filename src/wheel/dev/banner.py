@@ -63,6 +63,7 @@ def banner(cluster: DevCluster) -> str:
             f"metrics http://{cluster.executor.metrics}/metrics"
         )
     lines += [
+        f"dashboard  {cluster.dashboard}  (sign in with the token below)",
         f"logs       {cluster.config.data_dir / 'logs'}",
         f"tenant     {dev_examples.TENANT}  ({cluster.tenant})",
         f"token      {cluster.token}  ({token_origin}; dev only: kept in "

@@ -67,6 +67,7 @@ YOUR_EXECUTORS = "wheel dev: your executors"
 TASKS = "wheel.dev.tasks"
 DEFAULT_API_PORT = 7070
 DEFAULT_METRICS_PORT = 9100
+DEFAULT_DASHBOARD_PORT = 8233
 READY_TIMEOUT_S = 90.0
 READY_POLL_S = 0.1
 EXECUTOR_STOP_S = 20.0
@@ -93,6 +94,8 @@ class DevCluster:
     """For the reader's own `wheel executor`s: any executor id, this run only."""
     your_executor_token_id: uuid.UUID | None = None
     examples_made: list[JobSpec] = field(default_factory=list)
+    dashboard: str = ""
+    """The web dashboard's URL (node 0 serves it)."""
 
     @property
     def name(self) -> str:
@@ -154,6 +157,10 @@ class DevCluster:
         metrics, note = plan_ports("metrics_port", config.metrics_port, config.nodes + 1,
                                    default=DEFAULT_METRICS_PORT, taken={*taken, *api})  # fmt: skip
         self.notes += [f"metrics ports {note}"] if note else []
+        (web,), note = plan_ports("dashboard_port", None, 1, default=DEFAULT_DASHBOARD_PORT,
+                                  taken={*taken, *api, *metrics})  # fmt: skip
+        self.notes += [f"dashboard port {note}"] if note else []
+        self.dashboard = f"http://{LOOPBACK}:{web}"
         logs = config.data_dir / "logs"
         logs.mkdir(exist_ok=True)
         node_env = child_environment({"WHEEL_POSTGRES_DSN": self.dsn})
@@ -164,6 +171,7 @@ class DevCluster:
                 "scheduler", "--node-id", name, "--cluster", CLUSTER,
                 "--etcd-endpoint", f"{LOOPBACK}:{services.etcd.port}", "--listen", address,
                 "--metrics-listen", metrics_address, "--partitions", str(config.partitions),
+                *(["--http-listen", f"{LOOPBACK}:{web}"] if index == 0 else []),
             )  # fmt: skip
             self.nodes.append(Child(name, argv, logs / f"{name}.log", node_env, address,
                                     metrics_address))  # fmt: skip
