@@ -183,9 +183,13 @@ async def test_a_tenant_watches_acts_and_explains_in_the_browser(
             await page.reload()
     await expect(page.locator(".timeline")).to_contain_text("succeeded")
 
-    # The live runs list shows it without a reload.
+    # The runs list, live: a run started elsewhere appears without a reload.
     await page.goto(f"{base}/runs")
     await expect(page.locator("#runs")).to_contain_text("nightly-report")
+    await expect(page.locator("#runs")).not_to_contain_text("later-0")
+    async with AsyncClient(node.address, token=token) as client:
+        await client.trigger_job("later-0")
+    await expect(page.locator("#runs")).to_contain_text("later-0", timeout=15_000)
 
     # A dead run's explain, then retry it from the queue.
     await page.goto(f"{base}/runs/{dead.id}")
