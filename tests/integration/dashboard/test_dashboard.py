@@ -197,7 +197,8 @@ async def test_a_tenant_watches_acts_and_explains_in_the_browser(
     await expect(page.locator(".verdict")).to_contain_text("upstream refused the connection")
     await page.goto(f"{base}/queue")
     queued = page.locator("tr", has_text="flaky-sync")
-    await queued.get_by_role("checkbox").check()
+    await page.locator("[data-select-all]").check()  # "choose every run on this page"
+    await expect(queued.get_by_role("checkbox")).to_be_checked()
     await page.get_by_role("button", name="Retry the chosen").click()
     await expect(page.locator(".notice")).to_contain_text("1 sent back to pending")
 

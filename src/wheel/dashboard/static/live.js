@@ -1,7 +1,14 @@
 // The runs table while you watch: refetch it every 2 s, the same page's table only
-// (?fragment=1), and swap it in. Nothing else on any page is scripted.
+// (?fragment=1), and swap it in; and the queue's "choose all" box. Nothing else on
+// any page is scripted: every action is a plain form.
 (function () {
   "use strict";
+  const all = document.querySelector("[data-select-all]");
+  if (all) {
+    all.addEventListener("change", () => {
+      for (const box of document.querySelectorAll("input[name=id]")) box.checked = all.checked;
+    });
+  }
   const table = document.getElementById("runs");
   if (!table || !table.dataset.live) return;
   const url = new URL(window.location.href);
