@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import logging
 import re
+import secrets
+import urllib.parse
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +27,7 @@ from aiohttp import web
 from wheel.client.aio import AsyncClient
 from wheel.dashboard import pages
 from wheel.dashboard.sessions import Session, Sessions
-from wheel.errors import NotFound, Unauthenticated, WheelError
+from wheel.errors import NotFound, Unauthenticated, Unavailable, WheelError
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +46,6 @@ class DashboardSettings:
     """The node's own gRPC address: the dashboard is one more API client."""
     api_tls: bool = False
     api_ca_file: str | None = None
-    secure_cookie: bool = False
-    """Mark the cookie Secure (set when the dashboard is behind HTTPS)."""
 
 
 _SETTINGS: web.AppKey[DashboardSettings] = web.AppKey("settings")
@@ -66,7 +66,13 @@ def render(request: web.Request, name: str, status: int = 200, **context: Any) -
     body = (
         request.app[_TEMPLATES]
         .get_template(name)
-        .render(session=session, csrf=session.csrf if session else "", path=request.path, **context)
+        .render(
+            session=session,
+            csrf=session.csrf if session else "",
+            path=request.path,
+            path_qs=request.path_qs,
+            **context,
+        )
     )
     return web.Response(
         text=body,
@@ -82,14 +88,41 @@ def render(request: web.Request, name: str, status: int = 200, **context: Any) -
     )
 
 
+def _cross_site(request: web.Request) -> bool:
+    """A POST another site's page made: its Origin is not this host, or the browser says so."""
+    if request.headers.get("Sec-Fetch-Site") == "cross-site":
+        return True
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return False
+    return origin == "null" or origin.split("://", 1)[-1] != request.host
+
+
+def _secure(request: web.Request) -> bool:
+    return request.secure or request.headers.get("X-Forwarded-Proto") == "https"
+
+
+def _next(value: str | None) -> str:
+    """Where to go after signing in: a path of this site only, never another host."""
+    if value and value.startswith("/") and not value.startswith("//") and "\\" not in value:
+        return value
+    return "/jobs"
+
+
 @web.middleware
 async def signed_in(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Attach the session; send a browser without one to the sign-in; check CSRF on POST."""
+    """Attach the session; send a browser without one to the sign-in; on POST refuse other
+    sites' forms (Origin) and check the session's CSRF token."""
+    if request.method == "POST" and _cross_site(request):
+        return render(request, "error.html", status=403,
+                      message="A form from another site cannot act here.")  # fmt: skip
     if request.path.startswith("/static/") or request.path == "/signin":
         return await handler(request)
-    session = request.app[_SESSIONS].get(request.cookies.get(COOKIE))
+    background = request.query.get("fragment") == "1"
+    session = request.app[_SESSIONS].get(request.cookies.get(COOKIE), touch=not background)
     if session is None:
-        raise web.HTTPSeeOther("/signin")
+        target = request.path_qs if request.method == "GET" and not background else "/jobs"
+        raise web.HTTPSeeOther(f"/signin?next={urllib.parse.quote(target, safe='')}")
     request[_SESSION] = session
     if request.method == "POST":
         form = await request.post()
@@ -106,21 +139,39 @@ async def signed_in(request: web.Request, handler: Handler) -> web.StreamRespons
         raise response from None
     except NotFound as exc:
         return render(request, "error.html", status=404, message=str(exc))
+    except Unavailable as exc:
+        return render(request, "error.html", status=503, message=str(exc))
     except WheelError as exc:
         return render(request, "error.html", status=400, message=str(exc))
+    except web.HTTPException:
+        raise
+    except Exception:
+        reference = secrets.token_hex(6)
+        log.exception("dashboard.internal_error", extra={"reference": reference})
+        return render(
+            request,
+            "error.html",
+            status=500,
+            message=f"Something went wrong (reference {reference} in the node's log).",
+        )
 
 
 async def signin_page(request: web.Request) -> web.Response:
     expired = request.query.get("expired") == "1"
-    return render(request, "signin.html", error="", expired=expired)
+    return render(request, "signin.html", error="", expired=expired,
+                  next=_next(request.query.get("next")))  # fmt: skip
 
 
 async def signin(request: web.Request) -> web.StreamResponse:
     form = await request.post()
     token = str(form.get("token", "")).strip()
+    after = _next(str(form.get("next", "")))
+
+    def refused(status: int, why: str) -> web.Response:
+        return render(request, "signin.html", status=status, expired=False, next=after, error=why)
+
     if not _TOKEN_SHAPE.match(token):
-        return render(request, "signin.html", status=401, expired=False,
-                      error="That is not a wheel token (whl_...).")  # fmt: skip
+        return refused(401, "That is not a wheel token (whl_...).")
     settings = request.app[_SETTINGS]
     client = AsyncClient(
         settings.api_endpoint, token=token, tls=settings.api_tls,
@@ -130,22 +181,21 @@ async def signin(request: web.Request) -> web.StreamResponse:
         await client.list_jobs(page_size=1)
     except Unauthenticated:
         await client.close()
-        return render(
-            request,
-            "signin.html",
-            status=401,
-            expired=False,
-            error="This token is not accepted (unknown, revoked, or an executor's).",
-        )
+        return refused(401, "This token is not accepted (unknown, revoked, or an executor's).")
     except WheelError as exc:
         await client.close()
-        return render(request, "signin.html", status=503, expired=False, error=str(exc))
-    session = await request.app[_SESSIONS].open(client, token[4:10])
-    response = web.HTTPSeeOther("/jobs")
+        return refused(503, str(exc))
+    sessions = request.app[_SESSIONS]
+    previous = request.cookies.get(COOKIE)
+    if previous:  # this browser's earlier session ends: one at a time
+        await sessions.close(previous)
+    session = await sessions.open(client, token)
+    response = web.HTTPSeeOther(after)
+    # Lax, so a link from mail or chat opens signed in; every change is a POST that
+    # carries the CSRF token and passes the Origin check besides.
     response.set_cookie(
-        COOKIE, session.id, httponly=True, samesite="Strict", path="/",
-        secure=settings.secure_cookie,
-    )  # fmt: skip
+        COOKIE, session.id, httponly=True, samesite="Lax", path="/", secure=_secure(request)
+    )
     raise response
 
 

@@ -142,9 +142,10 @@ async def act(client: AsyncClient, request: web.Request) -> dict[str, Any]:
     else:
         run = await client.trigger_job(ref)
         target = f"/runs/{run.id}"
-    back = request.headers.get("Referer", "")
-    if action != "trigger" and back.endswith("/jobs"):
-        target = "/jobs"
+    form = await request.post()
+    back = str(form.get("back", ""))
+    if action != "trigger" and back.startswith("/jobs") and not back.startswith("/jobs/"):
+        target = back  # the list, at the page the form was on
     return {"redirect": target}
 
 
@@ -233,16 +234,22 @@ async def queue(client: AsyncClient, request: web.Request) -> dict[str, Any]:
         statuses=list(RETRYABLE), page_size=PAGE, page_token=request.query.get("page", "")
     )
     names = await _names(client, {e.job_id for e in page.items})
+    counted = {k: int(v) for k in ("retried", "failed")
+               if (v := request.query.get(k, "")).isdigit()}  # fmt: skip
     return {"runs": page.items, "names": names, "next_page": page.next_page_token,
-            "retried": request.query.get("retried", "")}  # fmt: skip
+            "retried": counted.get("retried"), "failed": counted.get("failed")}  # fmt: skip
 
 
 async def retry_many(client: AsyncClient, request: web.Request) -> dict[str, Any]:
     form = await request.post()
     chosen = [str(v) for v in form.getall("id", [])][:PAGE]
+    failed = 0
     for execution_id in chosen:
-        await client.retry_execution(execution_id)
-    return {"redirect": f"/queue?retried={len(chosen)}"}
+        try:
+            await client.retry_execution(execution_id)
+        except WheelError:  # retried meanwhile, or gone: the others still go
+            failed += 1
+    return {"redirect": f"/queue?retried={len(chosen) - failed}&failed={failed}"}
 
 
 # -- the cluster ----------------------------------------------------------------------------
@@ -258,14 +265,15 @@ async def cluster(client: AsyncClient, request: web.Request) -> dict[str, Any]:
         scheduled_before=now + timedelta(minutes=UPCOMING_MINUTES), page_size=1000,
         oldest_first=True,
     )  # fmt: skip
-    pools: dict[Any, str] = {}
-    for job_id in {e.job_id for e in upcoming.items}:
+    listed = await client.list_jobs(page_size=1000)
+    pools: dict[Any, str] = {j.id: j.policies.pool for j in listed.items}
+    for job_id in list({e.job_id for e in upcoming.items} - pools.keys())[:PAGE]:
         try:
             pools[job_id] = (await client.get_job(job_id)).policies.pool
         except WheelError:
             pools[job_id] = "?"
     load: Counter[tuple[str, int]] = Counter(
-        (pools[e.job_id], int((e.scheduled_for - now).total_seconds() // 60))
+        (pools.get(e.job_id, "other"), int((e.scheduled_for - now).total_seconds() // 60))
         for e in upcoming.items
     )
     names = sorted({pool for pool, _ in load})

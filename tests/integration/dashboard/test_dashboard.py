@@ -163,7 +163,7 @@ async def test_a_tenant_watches_acts_and_explains_in_the_browser(
     await sign_in(page, base, "whl_" + "x" * 40)
     await expect(page.get_by_role("alert")).to_contain_text("not accepted")
     await page.goto(f"{base}/jobs")
-    assert page.url.endswith("/signin")
+    assert "/signin?next=" in page.url
 
     # Signed in: the jobs, with the schedule in words and as cron.
     await sign_in(page, base, token)
@@ -218,16 +218,31 @@ async def test_a_tenant_watches_acts_and_explains_in_the_browser(
     await expect(page.locator(".chart .series")).to_contain_text("default")
     assert await page.locator(".chart .bar").count() == 10
 
+    # Another site's page cannot post here, even with the right CSRF token.
+    csrf = await page.locator("input[name=csrf]").first.get_attribute("value")
+    assert csrf
+    answer = await page.request.post(
+        f"{base}/jobs/{nightly.id}/pause", form={"csrf": csrf},
+        headers={"Origin": "https://evil.example"},
+    )  # fmt: skip
+    assert answer.status == 403
+
     # A form without the session's CSRF token changes nothing.
     answer = await page.request.post(f"{base}/jobs/{nightly.id}/pause", form={"csrf": "forged"})
     assert answer.status == 403
     await page.goto(f"{base}/jobs/{nightly.id}")
     await expect(page.locator("h1 .status")).to_have_text("active")
 
-    # Another tenant's run is not found, as the API answers.
+    # A link followed before signing in opens after it; another tenant's run is then not
+    # found, as the API answers.
     other = await browser.new_context()
     stranger = await other.new_page()
-    await sign_in(stranger, base, await tenant_token(store, "globex"))
+    await stranger.goto(f"{base}/runs/{dead.id}")
+    await expect(stranger).to_have_url(re.compile(r"/signin\?next="))
+    await stranger.fill("#token", await tenant_token(store, "globex"))
+    async with stranger.expect_response(lambda r: f"/runs/{dead.id}" in r.url) as seen:
+        await stranger.click("button[type=submit]")
+    assert (await seen.value).status == 404
     response = await stranger.goto(f"{base}/runs/{dead.id}")
     assert response is not None
     assert response.status == 404

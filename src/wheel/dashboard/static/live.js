@@ -14,6 +14,7 @@
   const url = new URL(window.location.href);
   url.searchParams.set("fragment", "1");
   async function refresh() {
+    if (document.hidden) return; // a tab nobody looks at asks nothing
     try {
       const answer = await fetch(url, { credentials: "same-origin", headers: { "Accept": "text/html" } });
       if (!answer.ok || answer.redirected) return;
