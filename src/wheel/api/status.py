@@ -17,11 +17,15 @@ the server raised, with the same attributes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
 import grpc
+from google.protobuf import any_pb2
+from google.protobuf.message import Message
+from google.rpc import error_details_pb2, status_pb2
 
 from wheel.errors import (
     Conflict,
@@ -47,6 +51,46 @@ class Status:
     code: grpc.StatusCode
     message: str
     metadata: tuple[tuple[str, str], ...]
+    details: tuple[Message, ...] = ()
+    """google.rpc error details (BadRequest, ResourceInfo, ErrorInfo), for every client."""
+
+    def rich(self) -> status_pb2.Status:
+        """The standard google.rpc.Status of this answer: what Go, TypeScript and grpcurl
+        clients decode (the `grpc-status-details-bin` trailer, Connect's error details)."""
+        packed = []
+        for detail in self.details:
+            holder = any_pb2.Any()
+            holder.Pack(detail)
+            packed.append(holder)
+        return status_pb2.Status(code=self.code.value[0], message=self.message, details=packed)
+
+    def trailers(self) -> tuple[tuple[str, str | bytes], ...]:
+        """wheel's own trailers (the SDK reads them) and the standard rich status."""
+        return (*self.metadata, ("grpc-status-details-bin", self.rich().SerializeToString()))
+
+
+def _details(error: WheelError) -> tuple[Message, ...]:
+    """The standard details an error carries beside wheel's trailers."""
+    info = error_details_pb2.ErrorInfo(reason=_reason(type(error).__name__), domain="wheel")
+    if isinstance(error, InvalidArgument):
+        violation = error_details_pb2.BadRequest.FieldViolation(
+            field=error.field, description=error.reason
+        )
+        return (error_details_pb2.BadRequest(field_violations=[violation]), info)
+    if isinstance(error, NotFound):
+        resource = error_details_pb2.ResourceInfo(
+            resource_type=str(error.kind), resource_name=str(error.ident), description=str(error)
+        )
+        return (resource, info)
+    if isinstance(error, VersionConflict):
+        info.metadata["expected"] = str(error.expected)
+        info.metadata["current"] = str(error.current)
+    return (info,)
+
+
+def _reason(name: str) -> str:
+    """`VersionConflict` -> `VERSION_CONFLICT` (ErrorInfo's reason is UPPER_SNAKE_CASE)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).upper()
 
 
 def to_status(error: WheelError) -> Status | None:
@@ -57,13 +101,15 @@ def to_status(error: WheelError) -> Status | None:
             grpc.StatusCode.INVALID_ARGUMENT,
             str(error),
             ((KIND, kind), (FIELD, error.field)),
+            _details(error),
         )
     if isinstance(error, StoreUnavailable | CoordinatorUnavailable):
         # The driver's text names hosts and settings: callers get a plain sentence
         # (the server logs the detail).
         what = "the database" if isinstance(error, StoreUnavailable) else "etcd"
         message = f"{what} is unavailable now; calls that are safe to repeat may be retried"
-        return Status(grpc.StatusCode.UNAVAILABLE, message, ((KIND, kind),))
+        info = error_details_pb2.ErrorInfo(reason=_reason(kind), domain="wheel")
+        return Status(grpc.StatusCode.UNAVAILABLE, message, ((KIND, kind),), (info,))
     code = _CODES.get(type(error))
     if code is None:
         for base, base_code in _CODES.items():
@@ -72,7 +118,7 @@ def to_status(error: WheelError) -> Status | None:
                 break
     if code is None:
         return None
-    return Status(code, str(error), ((KIND, kind), *_attributes(error)))
+    return Status(code, str(error), ((KIND, kind), *_attributes(error)), _details(error))
 
 
 def _attributes(error: WheelError) -> tuple[tuple[str, str], ...]:

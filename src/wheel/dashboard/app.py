@@ -24,6 +24,8 @@ from typing import Any
 import jinja2
 from aiohttp import web
 
+from wheel.api.server.jobs import MAX_REQUEST_BYTES
+from wheel.api.server.json_gateway import JsonGateway
 from wheel.client.aio import AsyncClient
 from wheel.dashboard import pages
 from wheel.dashboard.sessions import Session, Sessions
@@ -116,8 +118,8 @@ async def signed_in(request: web.Request, handler: Handler) -> web.StreamRespons
     if request.method == "POST" and _cross_site(request):
         return render(request, "error.html", status=403,
                       message="A form from another site cannot act here.")  # fmt: skip
-    if request.path.startswith("/static/") or request.path == "/signin":
-        return await handler(request)
+    if request.path.startswith(("/static/", "/wheel.v1.")) or request.path == "/signin":
+        return await handler(request)  # the API's calls carry their own bearer token
     background = request.query.get("fragment") == "1"
     session = request.app[_SESSIONS].get(request.cookies.get(COOKIE), touch=not background)
     if session is None:
@@ -222,8 +224,14 @@ async def _root(request: web.Request) -> web.StreamResponse:
     raise web.HTTPSeeOther("/jobs")
 
 
-def make_app(settings: DashboardSettings, sessions: Sessions | None = None) -> web.Application:
-    app = web.Application(middlewares=[signed_in], client_max_size=64 * 1024)
+def make_app(
+    settings: DashboardSettings, sessions: Sessions | None = None, api: JsonGateway | None = None
+) -> web.Application:
+    """The dashboard's pages, and with `api` the public API over HTTP/JSON beside them."""
+    limit = MAX_REQUEST_BYTES if api is not None else 64 * 1024
+    app = web.Application(middlewares=[signed_in], client_max_size=limit)
+    if api is not None:
+        api.add_routes(app)
     app[_SESSIONS] = sessions or Sessions()
     app[_SETTINGS] = settings
     app[_TEMPLATES] = templates()
@@ -249,11 +257,13 @@ def make_app(settings: DashboardSettings, sessions: Sessions | None = None) -> w
     return app
 
 
-async def start_dashboard(listen: str, settings: DashboardSettings) -> tuple[web.AppRunner, str]:
-    """Serve the dashboard on `listen` (host:port; port 0 picks one); the runner and the
-    bound address."""
+async def start_dashboard(
+    listen: str, settings: DashboardSettings, api: JsonGateway | None = None
+) -> tuple[web.AppRunner, str]:
+    """Serve the dashboard (and `api`) on `listen` (host:port; port 0 picks one); the runner
+    and the bound address."""
     host, _, port = listen.rpartition(":")
-    runner = web.AppRunner(make_app(settings), access_log=None, shutdown_timeout=1.0)
+    runner = web.AppRunner(make_app(settings, api=api), access_log=None, shutdown_timeout=1.0)
     await runner.setup()
     site = web.TCPSite(runner, host or "127.0.0.1", int(port))
     await site.start()

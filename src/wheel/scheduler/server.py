@@ -24,6 +24,7 @@ from wheel.api.server.cluster import ClusterApi
 from wheel.api.server.executions import ExecutionsApi
 from wheel.api.server.explain import Explainer
 from wheel.api.server.jobs import MAX_REQUEST_BYTES, JobsApi
+from wheel.api.server.json_gateway import JsonGateway
 from wheel.api.server.notifications import NotificationsApi
 from wheel.api.server.rpc import SERVICE_NAMES, add_services
 from wheel.api.server.served import ServedView
@@ -100,7 +101,8 @@ async def serve(
         ClusterApi(etcd, layout, served).service(),
         NotificationsApi(api_store).service(),
     ]
-    add_services(server, Authenticator(api_store.tenants, ttl_s=config.token_cache_s), api_services)
+    authenticator = Authenticator(api_store.tenants, ttl_s=config.token_cache_s)
+    add_services(server, authenticator, api_services)
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     await health_servicer.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
@@ -128,6 +130,6 @@ async def serve(
         own = f"{'localhost' if tls else '127.0.0.1'}:{port}"
         settings = DashboardSettings(own, api_tls=tls, api_ca_file=config.tls_cert_file or None)
         running.dashboard, running.dashboard_address = await start_dashboard(
-            config.http_listen, settings
+            config.http_listen, settings, JsonGateway(authenticator, api_services)
         )
     return running

@@ -266,7 +266,7 @@ class ExecutorStreamService:
             await context.abort(grpc.StatusCode.UNAVAILABLE, "cannot check the token now")
             return
         log.warning("stream.refused", extra={"reason": str(error), "peer": context.peer()})
-        context.set_trailing_metadata(status.metadata)
+        context.set_trailing_metadata(status.trailers())
         await context.abort(status.code, status.message)
 
     async def _internal(self, context: AnyContext, error: BaseException) -> None:

@@ -66,39 +66,50 @@ def _serialize(message: Message) -> bytes:
     return message.SerializeToString()
 
 
+async def answer(
+    method: str,
+    rpc: Rpc,
+    authenticator: Authenticator,
+    metadata: Any,
+    parse: Callable[[], Message],
+) -> Message | Status:
+    """One call, whatever carried it (gRPC or JSON): authenticate, parse, handle, and turn
+    every failure into its status (an unexpected one into INTERNAL with a reference)."""
+    try:
+        tenant = await authenticator.tenant(metadata)
+        return await rpc.handle(parse(), tenant)
+    except WheelError as exc:
+        status = to_status(exc)
+        if status is not None:
+            if status.code is grpc.StatusCode.UNAVAILABLE:
+                log.warning("api.unavailable", extra={"method": method, "error": str(exc)})
+            return status
+        return _internal(method, exc)
+    except Exception as exc:
+        return _internal(method, exc)
+
+
 def _handler(
     service: str, rpc: Rpc, authenticator: Authenticator
 ) -> grpc.RpcMethodHandler[bytes, Message]:
     method = f"/{service}/{rpc.name}"
 
+    def parse(raw: bytes) -> Message:
+        try:
+            return rpc.request.FromString(raw)
+        except DecodeError:
+            name = rpc.request.DESCRIPTOR.full_name
+            raise InvalidArgument("request", f"not a valid {name} message") from None
+
     async def call(raw: bytes, context: grpc.aio.ServicerContext[bytes, Message]) -> Message:
-        status = await _answer(raw, context)
+        status = await answer(
+            method, rpc, authenticator, context.invocation_metadata(), lambda: parse(raw)
+        )
         if isinstance(status, Message):
             return status
-        context.set_trailing_metadata(status.metadata)
+        context.set_trailing_metadata(status.trailers())
         await context.abort(status.code, status.message)
         raise AssertionError("abort returns only by raising")  # pragma: no cover
-
-    async def _answer(
-        raw: bytes, context: grpc.aio.ServicerContext[bytes, Message]
-    ) -> Message | Status:
-        try:
-            tenant = await authenticator.tenant(context.invocation_metadata())
-            try:
-                request = rpc.request.FromString(raw)
-            except DecodeError:
-                name = rpc.request.DESCRIPTOR.full_name
-                raise InvalidArgument("request", f"not a valid {name} message") from None
-            return await rpc.handle(request, tenant)
-        except WheelError as exc:
-            status = to_status(exc)
-            if status is not None:
-                if status.code is grpc.StatusCode.UNAVAILABLE:
-                    log.warning("api.unavailable", extra={"method": method, "error": str(exc)})
-                return status
-            return _internal(method, exc)
-        except Exception as exc:
-            return _internal(method, exc)
 
     return grpc.unary_unary_rpc_method_handler(
         call, request_deserializer=None, response_serializer=_serialize
