@@ -107,7 +107,7 @@ class JsonGateway:
             message = rpc.request()
             try:
                 json_format.Parse(raw or b"{}", message)
-            except json_format.ParseError as exc:
+            except (json_format.ParseError, UnicodeDecodeError, ValueError, RecursionError) as exc:
                 name = rpc.request.DESCRIPTOR.name
                 raise InvalidArgument("request", f"not a {name}: {exc}") from None
             return message
