@@ -23,9 +23,10 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
+
+from gen_protos import copy_generated, protoc  # the same protoc run and copy as our own
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = ROOT / "src" / "wheel" / "_proto" / "etcd"
@@ -100,24 +101,6 @@ def strip(text: str) -> str:
     return text
 
 
-def _protoc(protos: Path, out: Path) -> None:
-    import grpc_tools
-
-    well_known = Path(grpc_tools.__file__).parent / "_proto"
-    plugin = shutil.which("protoc-gen-mypy_grpc", path=str(Path(sys.executable).parent))
-    if plugin is None:
-        raise SystemExit("protoc-gen-mypy_grpc not found: install the test extras (mypy-protobuf)")
-    subprocess.run(
-        [
-            sys.executable, "-m", "grpc_tools.protoc", f"-I{protos}", f"-I{well_known}",
-            f"--plugin=protoc-gen-mypy_grpc={plugin}", f"--python_out={out}",
-            f"--pyi_out={out}", f"--grpc_python_out={out}", f"--mypy_grpc_out={out}",
-            *(target for target, _ in SOURCES.values()),
-        ],
-        check=True, cwd=protos,
-    )  # fmt: skip
-
-
 def generate(out: Path) -> None:
     """Replace the contents of `out` with code freshly generated from the package's protos."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -131,20 +114,15 @@ def generate(out: Path) -> None:
             (protos / target).parent.mkdir(parents=True, exist_ok=True)
             (protos / target).write_text(strip(raw.decode()))
         staging.mkdir()
-        _protoc(protos, staging)
+        protoc(protos, staging, [target for target, _ in SOURCES.values()])
         if out.exists():
             shutil.rmtree(out)
-        out.mkdir(parents=True)
-        for path in sorted(staging.rglob("*")):
-            target_path = out / path.relative_to(staging)
-            if path.is_dir():
-                target_path.mkdir(parents=True, exist_ok=True)
-                continue
-            text = PY_IMPORT.sub(r"from wheel._proto.etcd.\1 import", path.read_text())
-            target_path.parent.mkdir(parents=True, exist_ok=True)
-            target_path.write_text(HEADER + text)
-        for directory in [out, *(p for p in out.rglob("*") if p.is_dir())]:
-            (directory / "__init__.py").write_text(HEADER)
+        copy_generated(
+            staging,
+            out,
+            lambda text: PY_IMPORT.sub(r"from wheel._proto.etcd.\1 import", text),
+            HEADER,
+        )
 
 
 def main() -> None:
