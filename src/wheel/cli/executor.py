@@ -160,7 +160,7 @@ def executor(
             hold=hold,
             drain_timeout_s=drain_timeout,
             metrics_listen=metrics_listen,
-            token=_token(token_file),
+            token=options.secret(token_file, "WHEEL_EXECUTOR_TOKEN", "--token-file"),
             tls=tls,
             tls_ca_file=tls_ca_file,
             etcd_ca_file=etcd_access.etcd_ca_file,
@@ -172,14 +172,3 @@ def executor(
         eventloop.run(run_executor(config))
     except WheelError as exc:
         raise click.ClickException(str(exc)) from exc
-
-
-def _token(path: Path | None) -> str:
-    """The executor token: from a file, else WHEEL_EXECUTOR_TOKEN (never a flag's value)."""
-    if path is None:
-        return os.environ.get("WHEEL_EXECUTOR_TOKEN", "").strip()
-    try:
-        return path.read_text().strip()
-    except OSError as exc:
-        reason = f"cannot read {path}: {exc.strerror}"
-        raise click.BadParameter(reason, param_hint="--token-file") from None

@@ -42,16 +42,17 @@ cluster = click.option(
 )
 
 
-def _secret(path: Path | None, variable: str) -> str:
-    """A secret from its file (a mounted Secret) or else the environment; never a flag."""
+def secret(path: Path | None, variable: str, option: str) -> str:
+    """A secret from its file (a mounted Secret, the `option` given) or else the environment
+    variable; never a flag's value."""
     if path is not None:
         try:
             return path.read_text().strip()
         except OSError as exc:
             raise click.BadParameter(
-                f"cannot read {path}: {exc.strerror}", param_hint="--etcd-password-file"
+                f"cannot read {path}: {exc.strerror}", param_hint=option
             ) from None
-    return os.environ.get(variable, "")
+    return os.environ.get(variable, "").strip()
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,9 @@ def etcd_access(command: Callable[..., Any]) -> Callable[..., Any]:
             etcd_cert_file=kwargs.pop("etcd_cert_file"),
             etcd_key_file=kwargs.pop("etcd_key_file"),
             etcd_user=kwargs.pop("etcd_user"),
-            etcd_password=_secret(kwargs.pop("etcd_password_file"), "WHEEL_ETCD_PASSWORD"),
+            etcd_password=secret(
+                kwargs.pop("etcd_password_file"), "WHEEL_ETCD_PASSWORD", "--etcd-password-file"
+            ),
         )
         return command(*args, **kwargs)
 

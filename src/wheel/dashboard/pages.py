@@ -5,6 +5,7 @@ page costs the same with a hundred runs in the database or a hundred thousand.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -198,19 +199,22 @@ async def runs(client: AsyncClient, request: web.Request) -> dict[str, Any]:
     return context
 
 
-async def _names(client: AsyncClient, job_ids: set[Any]) -> dict[Any, str]:
-    """The jobs' names: one listing covers a tenant's first 200 jobs; the rest one by one
-    (at most a page's 50)."""
+async def _jobs(client: AsyncClient, job_ids: set[Any], listing: int = 200) -> dict[Any, Job]:
+    """The jobs of a page's runs: one listing covers the tenant's first `listing` jobs, the
+    rest are asked one by one (at most a page's 50; one gone meanwhile is left out)."""
     if not job_ids:
         return {}
-    listed = await client.list_jobs(page_size=200)
-    names = {j.id: j.name for j in listed.items if j.id in job_ids}
-    for job_id in job_ids - names.keys():
-        try:
-            names[job_id] = (await client.get_job(job_id)).name
-        except WheelError:
-            names[job_id] = str(job_id)
-    return names
+    listed = await client.list_jobs(page_size=listing)
+    found = {j.id: j for j in listed.items if j.id in job_ids}
+    for job_id in list(job_ids - found.keys())[:PAGE]:
+        with contextlib.suppress(WheelError):
+            found[job_id] = await client.get_job(job_id)
+    return found
+
+
+async def _names(client: AsyncClient, job_ids: set[Any]) -> dict[Any, str]:
+    jobs = await _jobs(client, job_ids)
+    return {job_id: jobs[job_id].name if job_id in jobs else str(job_id) for job_id in job_ids}
 
 
 async def run(client: AsyncClient, request: web.Request) -> dict[str, Any]:
@@ -265,13 +269,8 @@ async def cluster(client: AsyncClient, request: web.Request) -> dict[str, Any]:
         scheduled_before=now + timedelta(minutes=UPCOMING_MINUTES), page_size=1000,
         oldest_first=True,
     )  # fmt: skip
-    listed = await client.list_jobs(page_size=1000)
-    pools: dict[Any, str] = {j.id: j.policies.pool for j in listed.items}
-    for job_id in list({e.job_id for e in upcoming.items} - pools.keys())[:PAGE]:
-        try:
-            pools[job_id] = (await client.get_job(job_id)).policies.pool
-        except WheelError:
-            pools[job_id] = "?"
+    jobs = await _jobs(client, {e.job_id for e in upcoming.items}, listing=1000)
+    pools = {job_id: job.policies.pool for job_id, job in jobs.items()}
     load: Counter[tuple[str, int]] = Counter(
         (pools.get(e.job_id, "other"), int((e.scheduled_for - now).total_seconds() // 60))
         for e in upcoming.items

@@ -24,7 +24,7 @@ import grpc
 
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel._proto.wheel.v1 import executor_pb2_grpc as pb_grpc
-from wheel.keepalive import CLIENT_KEEPALIVE
+from wheel.executor.connection import open_channel
 from wheel.model.ids import JobId, partition_of
 
 log = logging.getLogger(__name__)
@@ -114,10 +114,7 @@ class ClusterFeed:
     async def _watch(self, address: str) -> bool:
         """One WatchCluster stream from `address`; True if it sent at least one map."""
         received = False
-        if self._credentials is not None:
-            channel = grpc.aio.secure_channel(address, self._credentials, options=CLIENT_KEEPALIVE)
-        else:
-            channel = grpc.aio.insecure_channel(address, options=CLIENT_KEEPALIVE)
+        channel = open_channel(address, self._credentials)
         try:
             stub = pb_grpc.ExecutorStreamStub(channel)
             async for update in stub.WatchCluster(

@@ -172,6 +172,15 @@ class StreamHandler(Protocol):
     def heartbeats_for(self, stream: Stream) -> list[tuple[str, int]]: ...
 
 
+def open_channel(address: str, credentials: grpc.ChannelCredentials | None) -> grpc.aio.Channel:
+    """A channel to a node: TLS when `credentials` are given (the nodes serve TLS only, when
+    configured), with keepalive pings that notice a node gone silent without closing the
+    stream (a partition) within seconds, not when TCP gives up minutes later."""
+    if credentials is not None:
+        return grpc.aio.secure_channel(address, credentials, options=CLIENT_KEEPALIVE)
+    return grpc.aio.insecure_channel(address, options=CLIENT_KEEPALIVE)
+
+
 class NodeLink:
     def __init__(
         self,
@@ -220,14 +229,7 @@ class NodeLink:
     async def _attempt(self) -> bool:
         """One stream, from Hello to its end; True if it was welcomed."""
         welcomed = False
-        # Keepalive pings notice a node that went silent without closing the stream
-        # (a partition) within seconds, not when TCP gives up minutes later.
-        if self._credentials is not None:
-            channel = grpc.aio.secure_channel(
-                self.address, self._credentials, options=CLIENT_KEEPALIVE
-            )
-        else:
-            channel = grpc.aio.insecure_channel(self.address, options=CLIENT_KEEPALIVE)
+        channel = open_channel(self.address, self._credentials)
         call: Call | None = None
         try:
             call = pb_grpc.ExecutorStreamStub(channel).Connect(metadata=self._metadata)
