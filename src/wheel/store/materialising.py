@@ -11,6 +11,7 @@ from psycopg.rows import dict_row
 
 from wheel.model.ids import ExecutionKey, JobId, PartitionId
 from wheel.model.jobs import Job
+from wheel.store.days import span
 from wheel.store.jobs import job_from_row
 from wheel.store.pool import Pool
 from wheel.store.queries import sql
@@ -97,6 +98,7 @@ class Materialising:
                     "keep": [d.keep for d in decisions],
                     "fire_ats": [d.fire_at for d in decisions],
                     "priorities": [d.priority for d in decisions],
+                    **span([d.key.scheduled_for for d in decisions]),
                 },
             )
 

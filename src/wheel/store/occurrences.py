@@ -33,6 +33,7 @@ from wheel.model.executions import (
     Unclaimed,
 )
 from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId
+from wheel.store.days import by_day, span
 from wheel.store.pool import Pool
 from wheel.store.queries import sql
 from wheel.store.time_partitions import TimePartitions, day_of
@@ -257,21 +258,42 @@ class Occurrences:
         (a concurrent claim committed meanwhile) is redone with `tenant_ids`, the
         keys' tenants (looked up when not given), locked first.
         """
-        if not keys:
-            return ClaimOutcome([], [])
         if executors is None:
             executors = [UNBOUND] * len(keys)
         if len(executors) != len(keys):
             raise ValueError("one executor per key")
+        outcome = ClaimOutcome([], [])
+        for day in by_day(zip(keys, executors, strict=True), lambda pair: pair[0].scheduled_for):
+            part = await self._claim_day(
+                [k for k, _ in day], [e for _, e in day], epochs,
+                lease_s=lease_s, ahead_s=ahead_s, tenant_ids=tenant_ids,
+            )  # fmt: skip
+            outcome.claimed.extend(part.claimed)
+            outcome.unclaimed.extend(part.unclaimed)
+        return outcome
+
+    async def _claim_day(
+        self,
+        keys: Sequence[ExecutionKey],
+        executors: Sequence[ExecutorBinding],
+        epochs: Mapping[PartitionId, int],
+        *,
+        lease_s: float,
+        ahead_s: float,
+        tenant_ids: Collection[TenantId] | None,
+    ) -> ClaimOutcome:
+        """`claim_batch` of keys of one UTC day: one statement."""
+        instants = [k.scheduled_for for k in keys]
         params = {
             "partitions": sorted(epochs),
             "epochs": [epochs[p] for p in sorted(epochs)],
             "job_ids": [k.job_id for k in keys],
-            "scheduled_fors": [k.scheduled_for for k in keys],
+            "scheduled_fors": instants,
             "executor_ids": [e.executor_id for e in executors],
             "instances": [e.instance for e in executors],
             "lease_s": lease_s,
             "ahead_s": ahead_s,
+            **span(instants),
         }
         async with translated(), self._pool.connection() as conn:
             try:
@@ -286,7 +308,8 @@ class Occurrences:
                 lock = {
                     "tenant_ids": sorted(set(tenant_ids)) if tenant_ids is not None else None,
                     "job_ids": params["job_ids"],
-                    "scheduled_fors": params["scheduled_fors"],
+                    "scheduled_fors": instants,
+                    **span(instants),
                 }
                 async with conn.transaction():
                     await conn.execute(sql("lock_tenants"), lock, binary=True)
@@ -326,15 +349,17 @@ class Occurrences:
         if not items:
             return []
         items = sorted(items, key=lambda i: (i.key, i.fence))  # the order rows are locked in
+        instants = [i.key.scheduled_for for i in items]
         rows = await self._fetch(
             sql("heartbeat"),
             {
                 "job_ids": [i.key.job_id for i in items],
-                "scheduled_fors": [i.key.scheduled_for for i in items],
+                "scheduled_fors": instants,
                 "fences": [i.fence for i in items],
                 "executor_id": executor.executor_id,
                 "instance": executor.instance,
                 "lease_s": lease_s,
+                **span(instants),
             },
         )
         extended = {(_key(job_id, at), fence) for job_id, at, fence in rows}
@@ -348,23 +373,24 @@ class Occurrences:
         idempotent goes to needs_review instead of retrying. NOT_STARTED gives
         the attempt back. A result whose fence is stale is refused and listed.
         """
-        batch = _unique_sorted(results)
-        if not batch:
-            return RecordOutcome([], [])
-        rows = await self._fetch(
-            sql("record_results"),
-            {
-                "job_ids": [r.key.job_id for r in batch],
-                "scheduled_fors": [r.key.scheduled_for for r in batch],
-                "fences": [r.fence for r in batch],
-                "outcomes": [r.outcome.value for r in batch],
-                "executors": [r.executor_id for r in batch],
-                "instances": [r.executor_instance for r in batch],
-                "started": [r.started_at for r in batch],
-                "finished": [r.finished_at for r in batch],
-                "errors": [r.error for r in batch],
-            },
-        )
+        rows: list[tuple[Any, ...]] = []
+        for day in by_day(_unique_sorted(results), lambda r: r.key.scheduled_for):
+            instants = [r.key.scheduled_for for r in day]
+            rows += await self._fetch(
+                sql("record_results"),
+                {
+                    "job_ids": [r.key.job_id for r in day],
+                    "scheduled_fors": instants,
+                    "fences": [r.fence for r in day],
+                    "outcomes": [r.outcome.value for r in day],
+                    "executors": [r.executor_id for r in day],
+                    "instances": [r.executor_instance for r in day],
+                    "started": [r.started_at for r in day],
+                    "finished": [r.finished_at for r in day],
+                    "errors": [r.error for r in day],
+                    **span(instants),
+                },
+            )
         return _split(rows)
 
     async def reap(self, epochs: Mapping[PartitionId, int], *, limit: int = 1000) -> list[Recorded]:
@@ -398,12 +424,14 @@ class Occurrences:
         """Record pending occurrences skipped with a reason; return the ones that were pending."""
         if not keys:
             return []
+        instants = [k.scheduled_for for k in keys]
         rows = await self._fetch(
             sql("skip_pending"),
             {
                 "job_ids": [k.job_id for k in keys],
-                "scheduled_fors": [k.scheduled_for for k in keys],
+                "scheduled_fors": instants,
                 "reason": reason,
+                **span(instants),
             },
         )
         return [_key(job_id, at) for job_id, at in rows]

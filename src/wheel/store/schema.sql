@@ -103,6 +103,20 @@ CREATE UNIQUE INDEX jobs_tenant_name ON jobs (tenant_id, name) WHERE status <> '
 CREATE INDEX jobs_to_materialise ON jobs (partition, materialised_to NULLS FIRST)
     WHERE status = 'active' AND schedule_kind = 'cron';
 
+-- Keys, not equalities. A statement that locks or updates executions never
+-- matches a row's key per input row as `scheduled_for = x.scheduled_for`, but as
+-- `job_id = x.job_id AND (job_id, scheduled_for) >= (x.job_id, x.scheduled_for)
+-- AND (job_id, scheduled_for) <= (...)`, with the batch's first and last instant
+-- as parameters (`scheduled_for BETWEEN p_first AND p_last`). The same primary-key
+-- probe, but the day partition is chosen once per statement from parameters
+-- (initial pruning), not per row from a value of the outer row (run-time pruning,
+-- which row comparisons do not feed). Postgres 18 shares the run-time pruning
+-- state of a plan with an EvalPlanQual recheck, which rebuilds it in memory
+-- freed when the recheck ends: a row another transaction updated meanwhile
+-- (SKIP LOCKED claims racing, a result racing the reaper) then crashed the
+-- backend (signal 11 in perform_pruning_base_step), and with it every session
+-- of the server. scripts/pg_claim_crash.py reproduces it; the stores split
+-- batches by day (wheel.store.days), so one statement probes one day partition.
 CREATE TABLE executions (
     job_id          uuid NOT NULL,
     scheduled_for   timestamptz NOT NULL,
@@ -222,7 +236,7 @@ $$;
 CREATE FUNCTION wheel_record_attempts(
     p_job_ids uuid[], p_scheduled_fors timestamptz[], p_fences bigint[],
     p_outcomes wheel_outcome[], p_executors text[], p_instances text[], p_started timestamptz[],
-    p_finished timestamptz[], p_errors text[]
+    p_finished timestamptz[], p_errors text[], p_first timestamptz, p_last timestamptz
 ) RETURNS TABLE (
     accepted boolean, job_id uuid, scheduled_for timestamptz, fence bigint,
     current_fence bigint, status wheel_execution_status, fire_at timestamptz, attempt integer,
@@ -261,7 +275,10 @@ AS $$
             SELECT e.job_id, e.attempt, e.fire_at, e.executor_id, e.executor_instance,
                    e.started_at, e.fence, e.status
             FROM executions e
-            WHERE e.job_id = i.job_id AND e.scheduled_for = i.scheduled_for
+            WHERE e.job_id = i.job_id  -- the key as rows: see "Keys, not equalities" above executions
+              AND (e.job_id, e.scheduled_for) >= (i.job_id, i.scheduled_for)
+              AND (e.job_id, e.scheduled_for) <= (i.job_id, i.scheduled_for)
+              AND e.scheduled_for BETWEEN p_first AND p_last
             LIMIT 1
             FOR UPDATE OF e
         ) e ON true
@@ -311,7 +328,10 @@ AS $$
             error = d.error,
             reason = CASE WHEN d.next_status = 'cancelled' THEN 'job deleted' ELSE e.reason END
         FROM decided d
-        WHERE e.job_id = d.job_id AND e.scheduled_for = d.scheduled_for
+        WHERE e.job_id = d.job_id
+          AND (e.job_id, e.scheduled_for) >= (d.job_id, d.scheduled_for)
+          AND (e.job_id, e.scheduled_for) <= (d.job_id, d.scheduled_for)
+          AND e.scheduled_for BETWEEN p_first AND p_last
         RETURNING e.job_id, e.scheduled_for, e.fence, e.status, e.fire_at, e.attempt,
                   e.tenant_id
     ), logged AS (
@@ -344,7 +364,10 @@ AS $$
     LEFT JOIN LATERAL (
         SELECT e.fence, e.status, e.fire_at, e.attempt
         FROM executions e
-        WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for
+        WHERE e.job_id = p.job_id
+          AND (e.job_id, e.scheduled_for) >= (p.job_id, p.scheduled_for)
+          AND (e.job_id, e.scheduled_for) <= (p.job_id, p.scheduled_for)
+          AND e.scheduled_for BETWEEN p_first AND p_last
         LIMIT 1
     ) e ON true
     WHERE p.held IS NULL
@@ -420,14 +443,16 @@ $$;
 --              pending.
 -- Each key costs one primary-key probe of its day partition, one of its job
 -- and one update, whatever the number of partitions owned (a scan of the owned
--- array, not a join) or of day partitions (run-time pruning by key):
+-- array, not a join) or of day partitions (p_first and p_last, the keys' first
+-- and last instant, prune to the days between: callers pass one day's keys):
 -- tests/integration/store/test_claim_plan.py counts the probes.
 -- Keys not returned at all are not pending, held by another claim, of a
 -- paused or deleted job, of a cron job edited since they were made (the
 -- materialiser carries or supersedes them), or in a partition not ours.
 CREATE FUNCTION wheel_claim(
     p_partitions integer[], p_epochs bigint[], p_job_ids uuid[], p_scheduled_fors timestamptz[],
-    p_executor_ids text[], p_instances text[], p_lease_s float8, p_ahead_s float8
+    p_executor_ids text[], p_instances text[], p_lease_s float8, p_ahead_s float8,
+    p_first timestamptz, p_last timestamptz
 ) RETURNS TABLE (
     state text, job_id uuid, scheduled_for timestamptz, tenant_id uuid, partition integer,
     fence bigint, attempt integer, lease_until timestamptz, job_version bigint, task_type text,
@@ -469,7 +494,10 @@ AS $$
             SELECT e.job_id, e.scheduled_for, e.fire_at, e.job_version, e.attempt, e.trigger,
                    e.tenant_id
             FROM executions e
-            WHERE e.job_id = w.job_id AND e.scheduled_for = w.scheduled_for
+            WHERE e.job_id = w.job_id  -- the key as rows: see "Keys, not equalities" above executions
+              AND (e.job_id, e.scheduled_for) >= (w.job_id, w.scheduled_for)
+              AND (e.job_id, e.scheduled_for) <= (w.job_id, w.scheduled_for)
+              AND e.scheduled_for BETWEEN p_first AND p_last
               AND e.status = 'pending'
               AND e.partition = ANY(owned.partitions)
             LIMIT 1
@@ -522,7 +550,11 @@ AS $$
             error = NULL,
             claimed_by = (SELECT node_id FROM owned)
         FROM decided p
-        WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for AND p.state = 'claimed'
+        WHERE e.job_id = p.job_id
+          AND (e.job_id, e.scheduled_for) >= (p.job_id, p.scheduled_for)
+          AND (e.job_id, e.scheduled_for) <= (p.job_id, p.scheduled_for)
+          AND e.scheduled_for BETWEEN p_first AND p_last
+          AND p.state = 'claimed'
         RETURNING e.job_id, e.scheduled_for, e.tenant_id, e.partition, e.fence, e.attempt,
                   e.lease_until, e.job_version, e.priority, e.fire_at
     ), skipped AS (
@@ -531,7 +563,11 @@ AS $$
             reason = 'overlap: the previous run was still running (policy skip)',
             finished_at = clock_timestamp()
         FROM decided p
-        WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for AND p.state = 'skipped'
+        WHERE e.job_id = p.job_id
+          AND (e.job_id, e.scheduled_for) >= (p.job_id, p.scheduled_for)
+          AND (e.job_id, e.scheduled_for) <= (p.job_id, p.scheduled_for)
+          AND e.scheduled_for BETWEEN p_first AND p_last
+          AND p.state = 'skipped'
         RETURNING e.job_id, e.scheduled_for, e.fire_at
     )
     SELECT 'claimed', c.job_id, c.scheduled_for, c.tenant_id, c.partition, c.fence, c.attempt,
@@ -561,8 +597,24 @@ $$;
 -- `misfire_replay_cap`. Retries and manual triggers always stay.
 -- Epoch-fenced like a claim. Returns how many it skipped.
 CREATE FUNCTION wheel_apply_misfire(p_partitions integer[], p_epochs bigint[])
-RETURNS bigint LANGUAGE sql VOLATILE
+RETURNS bigint LANGUAGE plpgsql VOLATILE
 AS $$
+DECLARE
+    v_first timestamptz;
+    v_last timestamptz;
+    v_skipped bigint;
+BEGIN
+    -- The overdue runs' first and last instant: the days the update may touch.
+    SELECT min(e.scheduled_for), max(e.scheduled_for) INTO v_first, v_last
+    FROM executions e
+    WHERE e.partition = ANY(p_partitions)
+      AND e.status = 'pending'
+      AND e.fire_at < clock_timestamp()
+      AND e.attempt = 0
+      AND e.trigger = 'schedule';
+    IF v_first IS NULL THEN
+        RETURN 0;
+    END IF;
     WITH owned AS (
         SELECT pe.partition
         FROM partition_epochs pe
@@ -600,14 +652,19 @@ AS $$
                      || ' (policy fire_all)'
             END
         FROM missed o
-        WHERE e.job_id = o.job_id AND e.scheduled_for = o.scheduled_for
+        WHERE e.job_id = o.job_id  -- the key as rows: see "Keys, not equalities"
+          AND (e.job_id, e.scheduled_for) >= (o.job_id, o.scheduled_for)
+          AND (e.job_id, e.scheduled_for) <= (o.job_id, o.scheduled_for)
+          AND e.scheduled_for BETWEEN v_first AND v_last
           AND e.status = 'pending'
           AND (o.misfire = 'skip'
                OR (o.misfire = 'fire_once' AND o.newest > 1)
                OR (o.misfire = 'fire_all' AND o.newest > o.misfire_replay_cap))
         RETURNING 1
     )
-    SELECT count(*) FROM skipped
+    SELECT count(*) INTO v_skipped FROM skipped;
+    RETURN v_skipped;
+END
 $$;
 
 -- Occurrences due soon reach their owner at once: each insert statement

@@ -19,6 +19,7 @@ import pytest
 from wheel.model.executions import AttemptResult, Outcome
 from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId
 from wheel.store import Store
+from wheel.store.days import by_day, span
 from wheel.store.queries import sql
 
 PARTITIONS = 256
@@ -63,12 +64,15 @@ def probes(dsn: str) -> tuple[int, int]:
 
 
 def counted(
-    dsn: str, query: Any, params: dict[str, object]
+    dsn: str, query: Any, batches: list[dict[str, object]]
 ) -> tuple[list[tuple[Any, ...]], int, int]:
-    """Run one statement; its rows and the executions and jobs index probes it made."""
+    """Run the statement once per batch; the rows and the executions and jobs index
+    probes they made."""
     before = probes(dsn)
+    rows: list[tuple[Any, ...]] = []
     with psycopg.connect(dsn, autocommit=True) as conn:
-        rows = conn.execute(query, params, binary=True).fetchall()
+        for params in batches:
+            rows += conn.execute(query, params, binary=True).fetchall()
         conn.execute("SELECT pg_stat_force_next_flush()")
     after = probes(dsn)
     return rows, after[0] - before[0], after[1] - before[1]
@@ -101,20 +105,25 @@ async def test_a_claim_and_a_record_probe_each_key_a_few_times_not_per_partition
     crowded: tuple[str, list[ExecutionKey], TenantId],
 ) -> None:
     dsn, keys, _ = crowded
-    days = {k.scheduled_for.date() for k in keys}
+    # The store sends one statement per day (wheel.store.days); so does this test.
+    days = by_day(keys, lambda k: k.scheduled_for)
     assert len(days) == DAYS, "the keys span every day partition"
-    claim = {
-        "partitions": list(range(PARTITIONS)),
-        "epochs": [7] * PARTITIONS,
-        "job_ids": [k.job_id for k in keys],
-        "scheduled_fors": [k.scheduled_for for k in keys],
-        "refuse_overshoot": True,
-        "executor_ids": ["ex"] * BATCH,
-        "instances": ["i"] * BATCH,
-        "lease_s": 30.0,
-        "ahead_s": 10 * 86_400.0,
-    }
-    rows, run_probes, job_probes = counted(dsn, sql("claim"), claim)
+    claims = [
+        {
+            "partitions": list(range(PARTITIONS)),
+            "epochs": [7] * PARTITIONS,
+            "job_ids": [k.job_id for k in day],
+            "scheduled_fors": [k.scheduled_for for k in day],
+            "refuse_overshoot": True,
+            "executor_ids": ["ex"] * len(day),
+            "instances": ["i"] * len(day),
+            "lease_s": 30.0,
+            "ahead_s": 10 * 86_400.0,
+            **span([k.scheduled_for for k in day]),
+        }
+        for day in days
+    ]
+    rows, run_probes, job_probes = counted(dsn, sql("claim"), claims)
     claimed = [r for r in rows if r[0] == "claimed"]
     assert len(claimed) == BATCH
     # The key's probe and the update's: two per key (a little slack for catalog lookups).
@@ -125,18 +134,22 @@ async def test_a_claim_and_a_record_probe_each_key_a_few_times_not_per_partition
     results = [AttemptResult(ExecutionKey(JobId(j), a), f, Outcome.SUCCEEDED,
                              executor_id="ex", executor_instance="i")
                for (j, a), f in sorted(fences.items())]  # fmt: skip
-    record = {
-        "job_ids": [r.key.job_id for r in results],
-        "scheduled_fors": [r.key.scheduled_for for r in results],
-        "fences": [r.fence for r in results],
-        "outcomes": [r.outcome.value for r in results],
-        "executors": ["ex"] * BATCH,
-        "instances": ["i"] * BATCH,
-        "started": [None] * BATCH,
-        "finished": [None] * BATCH,
-        "errors": [None] * BATCH,
-    }
-    rows, run_probes, job_probes = counted(dsn, sql("record_results"), record)
+    records = [
+        {
+            "job_ids": [r.key.job_id for r in day],
+            "scheduled_fors": [r.key.scheduled_for for r in day],
+            "fences": [r.fence for r in day],
+            "outcomes": [r.outcome.value for r in day],
+            "executors": ["ex"] * len(day),
+            "instances": ["i"] * len(day),
+            "started": [None] * len(day),
+            "finished": [None] * len(day),
+            "errors": [None] * len(day),
+            **span([r.key.scheduled_for for r in day]),
+        }
+        for day in by_day(results, lambda r: r.key.scheduled_for)
+    ]
+    rows, run_probes, job_probes = counted(dsn, sql("record_results"), records)
     assert sum(1 for r in rows if r[0]) == BATCH
     assert run_probes <= 2 * BATCH + 50, f"{run_probes} executions index probes for {BATCH} results"
     assert job_probes <= BATCH + 50, f"{job_probes} jobs index probes for {BATCH} results"

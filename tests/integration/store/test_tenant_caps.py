@@ -79,9 +79,10 @@ async def test_a_claim_that_read_a_stale_room_is_redone_under_the_lock(
     async with await psycopg.AsyncConnection.connect(database_dsn) as other_node:
         # Another node's claim of three, counted but not yet committed.
         await other_node.execute(
-            "SELECT * FROM wheel_claim(%s, %s, %s, %s, %s, %s, %s, %s)",
+            "SELECT * FROM wheel_claim(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             ([4], [1], [k.job_id for k in keys[:3]], [k.scheduled_for for k in keys[:3]],
-             [None] * 3, [None] * 3, LEASE_S, AHEAD_S),
+             [None] * 3, [None] * 3, LEASE_S, AHEAD_S, min(k.scheduled_for for k in keys[:3]),
+             max(k.scheduled_for for k in keys[:3])),
         )  # fmt: skip
         await other_node.execute("SELECT wheel_count_in_flight(%s, %s, true)", ([owner.id], [3]))
         claim = asyncio.create_task(

@@ -7,7 +7,8 @@ WITH claimed AS MATERIALIZED (
            job_version, task_type, payload, pool, priority, timeout_ms, fire_at
     FROM wheel_claim(%(partitions)s::integer[], %(epochs)s::bigint[], %(job_ids)s::uuid[],
                      %(scheduled_fors)s::timestamptz[], %(executor_ids)s::text[],
-                     %(instances)s::text[], %(lease_s)s::float8, %(ahead_s)s::float8)
+                     %(instances)s::text[], %(lease_s)s::float8, %(ahead_s)s::float8,
+                     %(first)s::timestamptz, %(last)s::timestamptz)
 ), counted AS (
     SELECT wheel_count_in_flight(array_agg(g.tenant_id ORDER BY g.tenant_id),
                                  array_agg(g.n ORDER BY g.tenant_id),

@@ -17,7 +17,8 @@ WITH owned AS (
     FOR UPDATE OF e SKIP LOCKED
 ), batch AS (
     SELECT array_agg(job_id) AS job_ids, array_agg(scheduled_for) AS scheduled_fors,
-           array_agg(fence) AS fences, count(*) AS n
+           array_agg(fence) AS fences, count(*) AS n,
+           min(scheduled_for) AS first, max(scheduled_for) AS last
     FROM expired
 )
 SELECT r.accepted, r.job_id, r.scheduled_for, r.fence, r.current_fence, r.status::text, r.fire_at,
@@ -31,5 +32,6 @@ FROM batch,
          array_fill(NULL::timestamptz, ARRAY[batch.n::integer]),
          array_fill(NULL::timestamptz, ARRAY[batch.n::integer]),
          array_fill('lease expired: no result or heartbeat in time'::text,
-                    ARRAY[batch.n::integer])) r
+                    ARRAY[batch.n::integer]),
+         batch.first, batch.last) r
 WHERE batch.n > 0

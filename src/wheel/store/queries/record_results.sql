@@ -6,4 +6,5 @@ FROM wheel_record_attempts(%(job_ids)s::uuid[], %(scheduled_fors)s::timestamptz[
                            %(fences)s::bigint[], %(outcomes)s::wheel_outcome[],
                            %(executors)s::text[], %(instances)s::text[],
                            %(started)s::timestamptz[], %(finished)s::timestamptz[],
-                           %(errors)s::text[])
+                           %(errors)s::text[], %(first)s::timestamptz,
+                           %(last)s::timestamptz)
