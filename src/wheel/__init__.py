@@ -17,7 +17,8 @@ environment. `__distribution__` tells the two apart.
 
 The public names below are imported on first use, so `import wheel` stays
 light (no gRPC): the SDK (`Client`, `AsyncClient`, `now`, `at`, `cron`,
-`Policies`, `MisfirePolicy`, `OverlapPolicy`, `NewJob`; results in `wheel.client.types`,
+`Policies`, `MisfirePolicy`, `OverlapPolicy`, `NewJob`, `HttpTask`; results in
+`wheel.client.types`,
 errors in `wheel.errors`) and the executor's `task` and `TaskContext`.
 """
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from wheel.client.types import NewJob
     from wheel.executor.context import TaskContext
     from wheel.executor.tasks import task
+    from wheel.model.http_tasks import HttpTask
     from wheel.model.jobs import MisfirePolicy, OverlapPolicy, Policies
 
 __distribution__ = "wheel-scheduler"
@@ -41,6 +43,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "AsyncClient": "wheel.client.aio",
     "Client": "wheel.client.sync",
+    "HttpTask": "wheel.model.http_tasks",
     "MisfirePolicy": "wheel.model.jobs",
     "NewJob": "wheel.client.types",
     "OverlapPolicy": "wheel.model.jobs",
@@ -55,6 +58,7 @@ _LAZY = {
 __all__ = [
     "AsyncClient",
     "Client",
+    "HttpTask",
     "MisfirePolicy",
     "NewJob",
     "OverlapPolicy",

@@ -22,6 +22,7 @@ from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.errors import InvalidArgument
 from wheel.model import executions as mx
 from wheel.model import jobs as mj
+from wheel.model.http_tasks import HttpTask
 from wheel.model.ids import ExecutionKey, JobId
 from wheel.schedule import PreviewRun
 from wheel.timestamps import to_timestamp
@@ -274,6 +275,12 @@ def policies_from(message: pb.JobPolicies, field: str = "policies") -> mj.Polici
     )
 
 
+def http_from(message: pb.HttpTask, field: str = "http") -> HttpTask:
+    return _model(
+        lambda: HttpTask(message.url, message.retry_client_errors), field.removesuffix("http")
+    )
+
+
 def spec_from(
     name: str,
     task_type: str,
@@ -281,10 +288,16 @@ def spec_from(
     schedule: pb.Schedule,
     policies: pb.JobPolicies,
     prefix: str = "",
+    http: pb.HttpTask | None = None,
 ) -> mj.JobSpec:
-    """A job definition from a request's fields; InvalidArgument names the first bad one."""
+    """A job definition from a request's fields; InvalidArgument names the first bad one.
+
+    An HTTP task's task type is made from its URL when the request leaves it empty."""
     built_schedule = schedule_from(schedule, f"{prefix}schedule")
     built_policies = policies_from(policies, f"{prefix}policies")
+    built_http = http_from(http, f"{prefix}http") if http is not None else None
+    if built_http is not None and not task_type:
+        task_type = built_http.task_type
     return _model(
         lambda: mj.JobSpec(
             name=name,
@@ -292,6 +305,7 @@ def spec_from(
             payload=payload,
             schedule=built_schedule,
             policies=built_policies,
+            http=built_http,
         ),
         prefix,
     )
@@ -338,9 +352,16 @@ def policies_to(policies: mj.Policies) -> pb.JobPolicies:
     )
 
 
+def http_to(http: HttpTask | None) -> pb.HttpTask | None:
+    if http is None:
+        return None
+    return pb.HttpTask(url=http.url, retry_client_errors=http.retry_client_errors)
+
+
 def job_to(job: mj.Job) -> pb.Job:
     spec = job.spec
     return pb.Job(
+        http=http_to(spec.http),
         id=str(job.id),
         name=spec.name,
         task_type=spec.task_type,

@@ -31,6 +31,7 @@ from rich.console import Console
 from wheel.cli import show
 from wheel.cli.jobs_file import read_jobs, read_toml
 from wheel.cli.jobs_options import (
+    HTTP,
     INSTANT,
     PAYLOAD,
     POLICIES,
@@ -39,6 +40,7 @@ from wheel.cli.jobs_options import (
     apply,
     choice,
     connected,
+    http_task,
     payload,
     policies,
     schedule,
@@ -62,6 +64,7 @@ def jobs() -> None:
 @jobs.command("create")
 @click.argument("name", required=False)
 @click.option("--task", "task_type", help="The task type an executor runs.")
+@apply(HTTP)
 @apply(SCHEDULE)
 @apply(PAYLOAD)
 @apply(POLICIES)
@@ -90,7 +93,8 @@ def create_job(
     jobs_file: IO[str] | None,
     **options: Any,
 ) -> None:
-    """Register job NAME running --task on a schedule: --now, --at or --cron.
+    """Register job NAME running --task (or POSTed to --http URL) on a schedule: --now,
+    --at or --cron.
 
     Prints the job and its next runs, with a note where DST changes a run.
     With --file, registers every job of the file at once (batches of 1,000,
@@ -105,8 +109,9 @@ def create_job(
             raise click.UsageError(f"--file: the jobs come from the file, not {', '.join(given)}")
         _create_from_file(session, jobs_file)
         return
-    if name is None or task_type is None:
-        raise click.UsageError("give NAME and --task (or --file)")
+    target = http_task(options)
+    if name is None or (task_type is None and target is None):
+        raise click.UsageError("give NAME and --task or --http (or --file)")
     wanted = schedule(options)
     if wanted is None:
         raise click.UsageError(_NO_SCHEDULE)
@@ -114,7 +119,14 @@ def create_job(
     data = payload(options) or b""
     created = session.call(
         lambda client: client.create_job(
-            name, task_type, wanted, payload=data, policies=chosen, preview=preview, job_id=job_id
+            name,
+            task_type or "",
+            wanted,
+            payload=data,
+            policies=chosen,
+            preview=preview,
+            job_id=job_id,
+            http=target,
         )
     )
 
@@ -242,6 +254,7 @@ def apply_jobs(session: Session, jobs_file: IO[bytes], prune: bool, dry_run: boo
 )
 @click.option("--name", help="A new name.")
 @click.option("--task", "task_type", help="A new task type.")
+@apply(HTTP)
 @apply(SCHEDULE)
 @apply(PAYLOAD)
 @apply(POLICIES)
@@ -273,6 +286,7 @@ def update_job(
             payload=data,
             schedule=schedule(options, current.schedule),
             policies=policies(options, current.policies),
+            http=http_task(options, current.http),
         )
 
     job = session.call(update)

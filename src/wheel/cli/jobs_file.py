@@ -23,13 +23,13 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from wheel.cli.jobs_options import payload, policies, schedule
+from wheel.cli.jobs_options import http_task, payload, policies, schedule
 from wheel.model.jobs import Policies
 
 if TYPE_CHECKING:
     from wheel.client.types import NewJob
 
-_ALIASES = {"task": "task_type", "now": "run_now"}
+_ALIASES = {"task": "task_type", "now": "run_now", "http": "http_url"}
 _NOT_IN_A_FILE = frozenset({
     "file", "preview", "payload_file", "endpoint", "token", "tls", "tls_ca", "output", "config",
 })  # fmt: skip
@@ -117,19 +117,22 @@ def _job(
         if param is None:
             raise click.UsageError(f"{key!r} is not a job option")
         options[name] = _value(key, value, param, ctx)
-    for key, required in (("name", "name"), ("task", "task_type")):
-        if not options.get(required):
-            raise click.UsageError(f"{key!r} is required")
+    target = http_task(options)
+    if not options.get("name"):
+        raise click.UsageError("'name' is required")
+    if not options.get("task_type") and target is None:
+        raise click.UsageError("'task' (or 'http', a URL) is required")
     wanted = schedule(options)
     if wanted is None:
         raise click.UsageError("give a schedule: now, at or cron")
     return NewJob(
         name=options["name"],
-        task_type=options["task_type"],
+        task_type=options.get("task_type") or "",
         schedule=wanted,
         payload=payload(options) or b"",
         policies=policies(options, Policies()),
         job_id=options.get("job_id"),
+        http=target,
     )
 
 

@@ -24,6 +24,7 @@ from rich.console import Console
 
 from wheel.cli import configfile
 from wheel.errors import FieldError, WheelError
+from wheel.model.http_tasks import HttpTask
 from wheel.model.jobs import (
     DstFold,
     DstGap,
@@ -251,6 +252,7 @@ _OPTIONS = {
     "policies.priority": "--priority",
     "policies.pool": "--pool",
     "policies.notify_url": "--notify-url",
+    "http.url": "--http",
     "count": "--count",
     "after": "--after",
     "start": "--from",
@@ -368,6 +370,34 @@ def payload(options: dict[str, Any]) -> bytes | None:
         data: bytes = file.read()
         return data
     return None if text is None else text.encode()
+
+
+HTTP = (
+    click.option(
+        "--http",
+        "http_url",
+        help="An HTTP task: the nodes POST each run's payload to this URL (no --task needed).",
+    ),
+    click.option(
+        "--http-retry-4xx",
+        "http_retry_4xx",
+        is_flag=True,
+        default=None,
+        help="Retry 4xx answers like 5xx ones (by default a 4xx fails the run at once).",
+    ),
+)
+
+
+def http_task(options: dict[str, Any], current: HttpTask | None = None) -> HttpTask | None:
+    """The HTTP target --http (and --http-retry-4xx) name, over `current`; None without one."""
+    url, retry = options.get("http_url"), options.get("http_retry_4xx")
+    if url is None and retry is None:
+        return current
+    if url is None and current is None:
+        raise click.UsageError("--http-retry-4xx goes with --http URL")
+    base = url if url is not None else current.url if current is not None else ""
+    keep = current.retry_client_errors if current is not None else False
+    return HttpTask(base, keep if retry is None else retry)
 
 
 POLICIES = (

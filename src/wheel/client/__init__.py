@@ -11,7 +11,8 @@
 - `types`: what calls return (frozen dataclasses, the model's enums);
 - `transport`: endpoints, token, TLS, failover and retry;
 - `messages`: protobuf answers as `types`;
-- `verify_webhook`: a receiver's check of a notification's Wheel-Signature.
+- `verify_webhook`: a receiver's check of a notification's Wheel-Signature;
+- `verify_http_task`: an HTTP task endpoint's check of a request (signature, run, age).
 """
 
 from wheel.client.aio import AsyncClient
@@ -34,6 +35,7 @@ from wheel.client.types import (
     Verdict,
     Webhook,
 )
+from wheel.http_tasks.headers import verify_http_task
 from wheel.notify.signature import verify as verify_webhook
 
 __all__ = [
@@ -57,5 +59,6 @@ __all__ = [
     "at",
     "cron",
     "now",
+    "verify_http_task",
     "verify_webhook",
 ]

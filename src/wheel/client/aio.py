@@ -44,6 +44,7 @@ from wheel.client.requests import JobRef
 from wheel.client.transport import Settings, Transport
 from wheel.errors import InvalidArgument
 from wheel.model.executions import ExecutionStatus
+from wheel.model.http_tasks import HttpTask
 from wheel.model.jobs import JobSpec, Policies, Schedule
 from wheel.timestamps import to_timestamp
 
@@ -127,6 +128,7 @@ class AsyncClient(TenantAndClusterCalls):
         policies: Policies | None = None,
         preview: int = 5,
         job_id: JobRef | None = None,
+        http: HttpTask | None = None,
     ) -> t.CreatedJob:
         """Register a job; returns it with its first `preview` resolved runs (0: 5; at most 100).
 
@@ -136,9 +138,14 @@ class AsyncClient(TenantAndClusterCalls):
 
         `job_id` (a UUID) makes the create repeatable: the same id returns the
         job made the first time. The client picks one when none is given, so
-        its own retries never make a second job.
+        its own retries never make a second job. With `http` the nodes POST
+        each run to a URL, and `task_type` may be "" (it is made from the URL):
+
+            await client.create_job("ping", "", wheel.cron("*/5 * * * *"),
+                                    http=wheel.HttpTask("https://api.example.com/ping"))
         """
-        spec = JobSpec(name, task_type, schedule, payload, policies or Policies())
+        spec = JobSpec(name, task_type or (http.task_type if http else ""), schedule, payload,
+                       policies or Policies(), http)  # fmt: skip
         request = requests.create_job(spec, job_id, preview=preview)
         response = await self._transport.call(lambda s: s.jobs.CreateJob, request, retry=True)
         return messages.created_job(response)
@@ -222,6 +229,7 @@ class AsyncClient(TenantAndClusterCalls):
         schedule: Schedule | None = None,
         policies: Policies | None = None,
         base: t.Job | None = None,
+        http: HttpTask | None = None,
     ) -> t.Job:
         """Replace the job's definition, if it is still at `expected_version`.
 
@@ -240,12 +248,15 @@ class AsyncClient(TenantAndClusterCalls):
             base = await self.get_job(job_id)
         elif str(base.id) != str(job_id):
             raise InvalidArgument("base", f"is job {base.id}, not {job_id}")
+        if task_type is None:  # an HTTP task's follows its URL
+            task_type = http.task_type if http is not None else base.task_type
         spec = JobSpec(
             name=base.name if name is None else name,
-            task_type=base.task_type if task_type is None else task_type,
+            task_type=task_type,
             schedule=base.schedule if schedule is None else schedule,
             payload=base.payload if payload is None else payload,
             policies=base.policies if policies is None else policies,
+            http=base.http if http is None else http,
         )
         request = api.UpdateJobRequest(
             job=requests.job_message(spec, str(job_id), expected_version)

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from wheel.client import types as t
 from wheel.errors import InvalidArgument, VersionConflict
-from wheel.model.jobs import JobSpec, JobStatus, Policies, ScheduleKind
+from wheel.model.jobs import JobStatus, Policies, ScheduleKind
 
 if TYPE_CHECKING:
     from wheel.client.aio import AsyncClient
@@ -108,15 +108,17 @@ async def apply(client: AsyncClient, planned: ApplyPlan) -> ApplyPlan:
         if wanted is None:
             continue
         if change.action in (Action.CREATE, Action.REPLACE):
+            spec = wanted.as_spec()
             await client.create_job(
-                wanted.name, wanted.task_type, wanted.schedule, payload=wanted.payload,
-                policies=wanted.policies, job_id=wanted.job_id,
+                wanted.name, spec.task_type, wanted.schedule, payload=wanted.payload,
+                policies=wanted.policies, job_id=wanted.job_id, http=wanted.http,
             )  # fmt: skip
         elif change.action is Action.UPDATE and current is not None:
             await client.update_job(
-                current.id, expected_version=current.version, task_type=wanted.task_type,
-                payload=wanted.payload, schedule=wanted.schedule,
-                policies=wanted.policies or Policies(),
+                current.id, expected_version=current.version,
+                task_type=wanted.as_spec().task_type, payload=wanted.payload,
+                schedule=wanted.schedule, policies=wanted.policies or Policies(),
+                http=wanted.http,
             )  # fmt: skip
     return dataclasses.replace(planned, applied=True)
 
@@ -134,7 +136,7 @@ def _checked(jobs: Sequence[t.NewJob]) -> list[t.NewJob]:
         if job.name in seen:
             raise InvalidArgument(f"jobs[{index}].name", f"repeats jobs[{seen[job.name]}].name")
         seen[job.name] = index
-        JobSpec(job.name, job.task_type, job.schedule, job.payload, job.policies or Policies())
+        job.as_spec()
     return list(jobs)
 
 
@@ -151,8 +153,10 @@ def _compare(wanted: t.NewJob, current: t.Job | None) -> Change:
 
 def _differences(wanted: t.NewJob, current: t.Job) -> list[str]:
     fields = []
-    if wanted.task_type != current.task_type:
+    if wanted.as_spec().task_type != current.task_type:
         fields.append("task_type")
+    if wanted.http != current.http:
+        fields.append("http")
     if wanted.payload != current.payload:
         fields.append("payload")
     for part in dataclasses.fields(wanted.schedule):

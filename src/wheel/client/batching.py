@@ -17,7 +17,6 @@ from wheel.client import messages, requests
 from wheel.client import types as t
 from wheel.client.transport import Transport
 from wheel.errors import InvalidArgument
-from wheel.model.jobs import JobSpec, Policies
 
 MAX_CREATE_BATCH = 10_000
 """The server's MAX_CREATE_BATCH."""
@@ -36,8 +35,7 @@ async def create_jobs(
     creates, payloads = [], []
     for index, new in enumerate(jobs):
         try:
-            spec = JobSpec(new.name, new.task_type, new.schedule, new.payload,
-                           new.policies or Policies())  # fmt: skip
+            spec = new.as_spec()
         except InvalidArgument as exc:
             raise InvalidArgument(f"jobs[{index}].{exc.field}", exc.reason) from None
         creates.append(requests.create_job(spec, new.job_id))

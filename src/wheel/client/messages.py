@@ -24,6 +24,7 @@ from wheel.api.convert import EXECUTION_STATUS_FROM, JOB_STATUS_FROM, policies_f
 from wheel.api.status import RemoteError
 from wheel.client import types as t
 from wheel.model.executions import Outcome, Trigger
+from wheel.model.http_tasks import HttpTask
 from wheel.model.ids import ExecutionId, JobId
 from wheel.timestamps import to_datetime
 
@@ -95,6 +96,11 @@ def job(message: pb.Job) -> t.Job:
             else None
         ),
         next_run_at=_optional_time(message, "next_run_at"),
+        http=(
+            HttpTask(message.http.url, message.http.retry_client_errors)
+            if message.HasField("http")
+            else None
+        ),
     )
 
 

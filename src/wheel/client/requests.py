@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel._proto.wheel.v1 import common_pb2 as pb
-from wheel.api.convert import EXECUTION_STATUS, policies_to, schedule_to
+from wheel.api.convert import EXECUTION_STATUS, http_to, policies_to, schedule_to
 from wheel.client import types as t
 from wheel.errors import InvalidArgument
 from wheel.model.executions import ExecutionStatus
@@ -38,6 +38,7 @@ def job_message(spec: JobSpec, job_id: str, version: int = 0) -> pb.Job:
         schedule=schedule_to(spec.schedule),
         policies=policies_to(spec.policies),
         version=version,
+        http=http_to(spec.http),
     )
 
 
@@ -51,6 +52,7 @@ def create_job(spec: JobSpec, job_id: JobRef | None, *, preview: int = 0) -> api
         policies=policies_to(spec.policies),
         preview=preview,
         job_id=str(job_id) if job_id is not None else str(uuid.uuid4()),
+        http=http_to(spec.http),
     )
 
 

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Generic, TypeVar
 
 from wheel.model.executions import ExecutionStatus, Outcome, Trigger
+from wheel.model.http_tasks import HttpTask
 from wheel.model.ids import ExecutionId, JobId
 from wheel.model.jobs import JobSpec, JobStatus, Policies, Schedule
 from wheel.model.notifications import Webhook as Webhook  # the tenant's settings, as is
@@ -61,6 +62,8 @@ class Job:
     """Its latest run that is not pending (ran, runs now, or was skipped), if any."""
     next_run_at: datetime | None = None
     """When it fires next (None: paused, deleted, or nothing is left of its schedule)."""
+    http: HttpTask | None = None
+    """Set: an HTTP task, POSTed to this target by the nodes."""
 
     @property
     def spec(self) -> JobSpec:
@@ -71,6 +74,7 @@ class Job:
             schedule=self.schedule,
             payload=self.payload,
             policies=self.policies,
+            http=self.http,
         )
 
 
@@ -155,6 +159,14 @@ class NewJob:
     payload: bytes = b""
     policies: Policies | None = None
     job_id: JobId | uuid.UUID | str | None = None
+    http: HttpTask | None = None
+    """Set: an HTTP task; `task_type` may then be "" (it is made from the URL)."""
+
+    def as_spec(self) -> JobSpec:
+        """The definition, checked (InvalidArgument names the field)."""
+        task_type = self.task_type or (self.http.task_type if self.http else "")
+        policies = self.policies or Policies()
+        return JobSpec(self.name, task_type, self.schedule, self.payload, policies, self.http)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,6 +6,7 @@ import enum
 from dataclasses import dataclass
 from datetime import datetime
 
+from wheel.model.http_tasks import HttpTask
 from wheel.model.ids import ExecutionKey, PartitionId, TenantId
 
 
@@ -34,6 +35,8 @@ class Outcome(enum.StrEnum):
     """The executor declined it before the handler started (e.g. draining)."""
     LEASE_EXPIRED = "lease_expired"
     """No result and no heartbeat in time: counted as a failed attempt."""
+    REJECTED = "rejected"
+    """A failure that is not retried (an HTTP task's endpoint answered 4xx): the run is dead."""
 
 
 class Trigger(enum.StrEnum):
@@ -118,6 +121,8 @@ class Claimed:
     timeout_s: float
     fire_at: datetime
     """When it is due: the executor starts the handler then, not on receipt."""
+    http: HttpTask | None = None
+    """An HTTP task's target (the nodes run it); None for the tasks executors run."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from wheel.errors import InvalidArgument
+from wheel.model.http_tasks import RESERVED_PREFIX, HttpTask
 from wheel.model.ids import JobId, PartitionId, TenantId
-from wheel.model.notifications import check_webhook_url
+from wheel.model.urls import check_webhook_url
 
 MAX_NAME_LENGTH = 200
 MAX_ATTEMPTS = 100
@@ -174,6 +175,8 @@ class JobSpec:
     schedule: Schedule
     payload: bytes = b""
     policies: Policies = field(default_factory=Policies)
+    http: HttpTask | None = None
+    """Set: the runs are POSTed to a URL by the nodes, and task_type is `http.task_type`."""
 
     def __post_init__(self) -> None:
         if not self.name.strip():
@@ -184,6 +187,14 @@ class JobSpec:
         if not self.task_type.strip():
             raise InvalidArgument("task_type", "must not be empty")
         check_text("task_type", self.task_type, MAX_TASK_TYPE_LENGTH)
+        if self.http is not None and self.task_type != self.http.task_type:
+            raise InvalidArgument(
+                "task_type", f"an HTTP task's type is {self.http.task_type!r}, from its URL"
+            )
+        if self.http is None and self.task_type.startswith(RESERVED_PREFIX):
+            raise InvalidArgument(
+                "task_type", f"task types starting {RESERVED_PREFIX!r} are wheel's own"
+            )
         if len(self.payload) > MAX_PAYLOAD_BYTES:
             raise InvalidArgument("payload", f"larger than {MAX_PAYLOAD_BYTES} bytes")
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import aiohttp
 
 from wheel import __distribution__, __version__
-from wheel.model.notifications import DEFAULT_DENIED, literal_address, redacted
+from wheel.model.notifications import DEFAULT_DENIED, redacted
+from wheel.model.urls import literal_address
 from wheel.notify import payload
 from wheel.notify.egress import CheckedResolver, EgressPolicy, EgressRefused
 from wheel.notify.signature import HEADER, sign

@@ -2,7 +2,10 @@
 
     Wheel-Signature: t=1764547200,v1=5257a869e7...
 
-`v1` is hex HMAC-SHA256 keyed by the tenant's secret over `"<t>." + body`.
+`v1` is hex HMAC-SHA256 keyed by the tenant's secret over `"<t>." + body`;
+an HTTP task's request also binds its run, over
+`"<t>.<execution id>.<attempt>.<fence>." + body`, so no header of the run's
+can be changed on a captured request either.
 The timestamp is signed with the body, so a receiver that refuses old
 timestamps refuses replays; within a day of a secret's rotation the header
 carries a second `v1` made with the previous secret, and either one proves
@@ -25,15 +28,18 @@ TOLERANCE_S = 300
 """How far from now a timestamp may be before `verify` calls it a replay (or a bad clock)."""
 
 
-def _mac(secret: str, timestamp: int, body: bytes) -> str:
-    return hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+def _mac(secret: str, timestamp: int, body: bytes, bound: Sequence[str]) -> str:
+    signed = ".".join([str(timestamp), *bound, ""]).encode() + body
+    return hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
 
 
-def sign(secrets: Sequence[str], body: bytes, timestamp: int) -> str:
-    """The header value for `body` sent at `timestamp` (Unix seconds), one v1 per secret."""
+def sign(secrets: Sequence[str], body: bytes, timestamp: int, *, bound: Sequence[str] = ()) -> str:
+    """The header value for `body` sent at `timestamp` (Unix seconds), one v1 per secret;
+    `bound` are the values signed between the timestamp and the body."""
     if not secrets:
         raise ValueError("no secret to sign with")
-    return ",".join([f"t={timestamp}", *(f"v1={_mac(s, timestamp, body)}" for s in secrets)])
+    macs = (f"v1={_mac(s, timestamp, body, bound)}" for s in secrets)
+    return ",".join([f"t={timestamp}", *macs])
 
 
 def verify(
@@ -43,6 +49,7 @@ def verify(
     *,
     tolerance_s: float = TOLERANCE_S,
     now: float | None = None,
+    bound: Sequence[str] = (),
 ) -> int:
     """Check a notification: its signature by `secret` and its age. Returns its timestamp.
 
@@ -69,7 +76,7 @@ def verify(
         raise BadSignature(
             f"timestamp is {age:.0f} s from now, beyond the {tolerance_s:.0f} s tolerance"
         )
-    expected = _mac(secret, timestamp, body)
+    expected = _mac(secret, timestamp, body, bound)
     if not any(hmac.compare_digest(expected, s) for s in signatures):
         raise BadSignature("no v1 signature matches this secret")
     return timestamp

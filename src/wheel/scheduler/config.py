@@ -125,8 +125,10 @@ class SchedulerConfig:
     """Tries of one notification before it is given up: backoff from 2 s doubling to 1 h,
     so 30 tries span 9.5 to 19 hours (a receiver down overnight still gets it)."""
     notify_deny_networks: str = ",".join(DEFAULT_DENIED)
-    """Comma-separated networks notifications are never sent to (link-local, metadata...).
-    A shared deployment adds its private ranges; empty denies nothing."""
+    """Comma-separated networks notifications and HTTP tasks are never sent to (link-local,
+    metadata...). A shared deployment adds its private ranges; empty denies nothing."""
+    http_task_concurrency: int = 256
+    """HTTP tasks' requests one node has out at once (its HTTP runner's credit)."""
 
     def etcd(self) -> EtcdSettings:
         """How to reach etcd; the password read from its file when one is named."""
@@ -167,7 +169,7 @@ class SchedulerConfig:
             "tenant_in_flight_cap", "breaker_failures", "breaker_cooldown_s",
             "catch_up_rate_per_s", "max_clock_offset_ms", "clock_check_interval_s",
             "retention_days", "pool_size", "api_pool_size", "notify_poll_s",
-            "notify_timeout_s", "notify_max_tries",
+            "notify_timeout_s", "notify_max_tries", "http_task_concurrency",
         )  # fmt: skip
         for name in positive:
             value = getattr(self, name)

@@ -305,7 +305,9 @@ class Engine:
         if item.tenant in self.aside.capped:
             self.aside.release_capped(now_s, item.tenant)  # room for another of its runs
         if outcome is not Outcome.NOT_STARTED:
-            self.breakers.record(item.task_type, outcome is Outcome.SUCCEEDED, now_s)
+            # A rejection is an answer (a 4xx): the endpoint is up, the request was wrong.
+            healthy = outcome in (Outcome.SUCCEEDED, Outcome.REJECTED)
+            self.breakers.record(item.task_type, healthy, now_s)
         if recorded.status is not ExecutionStatus.PENDING:
             # A run going back to pending (a retry) keeps its place: the runs waiting
             # behind it go after it, or its retry would be skipped as overlapping.
@@ -331,8 +333,9 @@ class Engine:
         recorded = await self._store.occurrences.reap(dict(self.owned))
         for item in recorded:
             entry = self.in_flight.get(item.key)
-            link = entry.link if entry is not None else None
-            if link is not None and link.open and not link.unresponsive:
+            held = entry is not None and entry.fence == item.fence  # not a later re-dispatch's
+            link = entry.link if entry is not None and held else None
+            if link is not None and link.open and not link.unresponsive and not link.http_runner:
                 # Its executor let a lease lapse while the stream looks up: paused or cut
                 # off. Its retry, and everything else, goes elsewhere until it speaks.
                 link.unresponsive = True

@@ -11,6 +11,10 @@ it.
 One executor id is one live link: a second stream naming a live id from
 another process (another instance id) is refused; the same process
 reconnecting replaces its old link.
+
+The node's own HTTP task runner (`scheduler.http_runner`) is a link too, with
+no stream: it serves HTTP task types, which no executor serves, in every
+pool, from one credit shared by all of them.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from wheel.errors import Conflict
+from wheel.model.http_tasks import is_http_task_type
 from wheel.scheduler.messages import Hello
 from wheel.scheduler.outgoing import Outgoing
 from wheel.store.occurrences import ExecutorBinding
@@ -46,6 +51,8 @@ class Link:
     """A run's lease lapsed while the executor held it (paused, frozen, partitioned): no
     more dispatches until it says anything again."""
     connected_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    http_runner: bool = False
+    """The node's HTTP task runner: every pool, HTTP task types only, one credit for all."""
 
     @property
     def executor_id(self) -> str:
@@ -69,10 +76,17 @@ class Link:
         return ExecutorBinding(self.hello.executor_id, self.hello.instance_id)
 
     def serves(self, pool: str, task_type: str) -> bool:
-        """A Hello with no task types takes any (tools and tests); one with some, only those."""
+        """A Hello with no task types takes any (tools and tests); one with some, only those.
+        HTTP tasks go to the node's runner only."""
+        if self.http_runner or is_http_task_type(task_type):
+            return self.http_runner and is_http_task_type(task_type)
         return pool in self.hello.pools and (
             not self.hello.task_types or task_type in self.hello.task_types
         )
+
+    def slot(self, pool: str) -> str:
+        """The credit a dispatch of `pool` uses: the pool's, or the runner's one for all."""
+        return ANY_POOL if self.http_runner else pool
 
     def send(self, message: Outgoing) -> None:
         if self.open:
@@ -83,6 +97,10 @@ class Link:
             self.open = False
             self.ended_because = because
             self.outbox.put_nowait(None)
+
+
+ANY_POOL = "*"
+"""The HTTP runner's credit slot: it is not a pool name (pools are checked names)."""
 
 
 class Links:
@@ -96,7 +114,7 @@ class Links:
         self.generation = 0
         """Grows whenever a link comes or goes: what executors serve may have changed."""
 
-    def connect(self, hello: Hello, token_id: uuid.UUID) -> Link:
+    def connect(self, hello: Hello, token_id: uuid.UUID, *, http_runner: bool = False) -> Link:
         """A link for a welcomed stream; Conflict if another process holds the executor id."""
         live = self._by_executor.get(hello.executor_id)
         if live is not None and live.open:
@@ -106,7 +124,7 @@ class Links:
                     " process: executor ids must be unique"
                 )
             self.disconnect(live, because="replaced by a new stream from the same executor")
-        link = Link(hello, token_id, next(self._serial))
+        link = Link(hello, token_id, next(self._serial), http_runner=http_runner)
         self._links[link.serial] = link
         self._by_executor[hello.executor_id] = link
         self.generation += 1
@@ -123,11 +141,12 @@ class Links:
 
     def grant(self, link: Link, pool: str, count: int) -> None:
         if link.serial in self._links:
-            link.credits[pool] = link.credits.get(pool, 0) + count
+            slot = link.slot(pool)
+            link.credits[slot] = link.credits.get(slot, 0) + count
             self.changed.set()
 
     def credit(self, pool: str) -> int:
-        return sum(link.credits.get(pool, 0) for link in self._links.values())
+        return sum(link.credits.get(link.slot(pool), 0) for link in self._links.values())
 
     def take(self, pool: str, task_type: str) -> Link | None:
         """A link with credit for the pool that serves the task type, spreading dispatches
@@ -135,14 +154,14 @@ class Links:
         candidates = [
             link
             for link in self._links.values()
-            if link.credits.get(pool, 0) > 0
+            if link.credits.get(link.slot(pool), 0) > 0
             and link.serves(pool, task_type)
             and not link.unresponsive
         ]
         if not candidates:
             return None
         link = candidates[next(self._turn) % len(candidates)]
-        link.credits[pool] -= 1
+        link.credits[link.slot(pool)] -= 1
         return link
 
     def heard(self, link: Link) -> None:

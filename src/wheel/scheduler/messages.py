@@ -19,6 +19,7 @@ from datetime import datetime
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.errors import InvalidArgument, excerpt
 from wheel.model.executions import AttemptResult, Fenced, Outcome
+from wheel.model.http_tasks import RESERVED_PREFIX
 from wheel.model.ids import ExecutionKey
 from wheel.model.jobs import MAX_NAME_LENGTH, MAX_POOL_LENGTH, MAX_TASK_TYPE_LENGTH
 from wheel.scheduler.outgoing import Acknowledgements, Dispatch, Dispatches, Outgoing, Refusal
@@ -78,6 +79,10 @@ def hello_from_proto(message: pb.Hello) -> Hello:
     task_types = _names(
         "hello.task_types", message.task_types, MAX_TASK_TYPE_LENGTH, MAX_TASK_TYPES
     )
+    if any(t.startswith(RESERVED_PREFIX) for t in task_types):
+        raise InvalidArgument(
+            "hello.task_types", f"task types starting {RESERVED_PREFIX!r} are wheel's own"
+        )
     if not 1 <= message.capacity <= MAX_CAPACITY:
         raise InvalidArgument("hello.capacity", f"must be 1 to {MAX_CAPACITY}")
     if not _INSTANCE.fullmatch(message.instance_id):

@@ -34,6 +34,7 @@ from wheel.notify.sender import Sender
 from wheel.scheduler.clock import measure
 from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.engine import Engine
+from wheel.scheduler.http_runner import HttpRunner
 from wheel.scheduler.links import Links
 from wheel.scheduler.loader import Loader
 from wheel.scheduler.materialiser import Materialiser, MaterialiseReport
@@ -141,6 +142,7 @@ class SchedulerNode:
                 partitions=partitions,
             )  # fmt: skip
             resources.push_async_callback(served.close)
+            await resources.enter_async_context(HttpRunner(engine, store.webhooks, config))
             self.dashboard_address = served.dashboard_address
             if metrics is not None:
                 metrics.watch(engine.snapshot, engine.upcoming)
@@ -336,9 +338,8 @@ class SchedulerNode:
     # -- periodic work ---------------------------------------------------------------------
 
     async def _catch_up(self) -> None:
-        parts = self._parts
-        await parts.loader.catch_up()
-        parts.engine.retry_blocked()
+        await self._parts.loader.catch_up()
+        self._parts.engine.retry_blocked()
 
     async def _reap(self) -> None:
         await self._parts.engine.reap()
@@ -371,10 +372,8 @@ class SchedulerNode:
 
     async def _log_stats(self) -> None:
         fields = log_fields(self._parts.engine.stats, self._parts.engine.snapshot())
-        log.info(
-            "node.stats",
-            extra={"node": self.node_id, **fields, "clock_offset_ms": self.clock_offset_ms},
-        )
+        extra = {"node": self.node_id, **fields, "clock_offset_ms": self.clock_offset_ms}
+        log.info("node.stats", extra=extra)
 
     async def _check_clock(self) -> None:
         parts = self._parts

@@ -24,6 +24,7 @@ from wheel.errors import (
     VersionConflict,
 )
 from wheel.model.executions import NewOccurrence
+from wheel.model.http_tasks import HttpTask
 from wheel.model.ids import JobId, PartitionId, TenantId
 from wheel.model.jobs import (
     DstFold,
@@ -79,6 +80,8 @@ def spec_params(spec: JobSpec) -> dict[str, Any]:
         "priority": policies.priority,
         "pool": policies.pool,
         "notify_url": policies.notify_url,
+        "http_url": spec.http.url if spec.http else "",
+        "http_retry_client_errors": spec.http.retry_client_errors if spec.http else False,
     }
 
 
@@ -114,6 +117,9 @@ def job_from_row(row: dict[str, Any]) -> Job:
             pool=row["pool"],
             notify_url=row["notify_url"],
         ),
+        http=(
+            HttpTask(row["http_url"], row["http_retry_client_errors"]) if row["http_url"] else None
+        ),
     )
     return Job(
         id=JobId(row["id"]),
@@ -148,7 +154,7 @@ _JOB_COLUMNS = (
     "time_zone", "starts_at", "ends_at", "smear_ms", "dst_gap", "dst_fold", "max_attempts",
     "backoff_base_ms", "backoff_cap_ms", "idempotent", "misfire", "misfire_grace_ms",
     "misfire_replay_cap", "overlap", "timeout_ms", "priority", "pool",
-    "notify_url",
+    "notify_url", "http_url", "http_retry_client_errors",
 )  # fmt: skip
 """The columns of insert_jobs, each sent as one array."""
 

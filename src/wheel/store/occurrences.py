@@ -32,6 +32,7 @@ from wheel.model.executions import (
     Stale,
     Unclaimed,
 )
+from wheel.model.http_tasks import HttpTask
 from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId
 from wheel.store.days import by_day, span
 from wheel.store.pool import Pool
@@ -318,7 +319,8 @@ class Occurrences:
                     )
         claimed, unclaimed = [], []
         for (state, job_id, at, tenant, part, fence, attempt, lease_until, version, task_type,
-             payload, pool, priority, timeout_ms, fire_at) in rows:  # fmt: skip
+             payload, pool, priority, timeout_ms, fire_at, http_url,
+             http_retry) in rows:  # fmt: skip
             if state != ClaimState.CLAIMED:
                 unclaimed.append(Unclaimed(_key(job_id, at), ClaimState(state), fire_at))
                 continue
@@ -337,6 +339,7 @@ class Occurrences:
                     priority=priority,
                     timeout_s=timeout_ms / 1000,
                     fire_at=fire_at,
+                    http=HttpTask(http_url, http_retry) if http_url else None,
                 )
             )
         return ClaimOutcome(claimed, unclaimed)

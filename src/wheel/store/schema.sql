@@ -14,7 +14,9 @@ CREATE TYPE wheel_execution_status AS ENUM (
     'succeeded', 'dead', 'skipped', 'needs_review', 'cancelled'
 );
 
-CREATE TYPE wheel_outcome AS ENUM ('succeeded', 'failed', 'not_started', 'lease_expired');
+-- 'rejected': a failure that is not retried (an HTTP task's endpoint answered 4xx).
+CREATE TYPE wheel_outcome AS ENUM ('succeeded', 'failed', 'not_started', 'lease_expired',
+                                   'rejected');
 
 CREATE TABLE tenants (
     id              uuid PRIMARY KEY,
@@ -93,6 +95,10 @@ CREATE TABLE jobs (
     updated_at          timestamptz NOT NULL DEFAULT now(),
     -- '' sends this job's notifications to its tenant's webhook.
     notify_url          text NOT NULL DEFAULT '',
+    -- An HTTP task (wheel.model.http_tasks): the nodes POST its runs here ('' for the
+    -- tasks executors run); 4xx answers are retried only with the flag.
+    http_url            text NOT NULL DEFAULT '',
+    http_retry_client_errors boolean NOT NULL DEFAULT false,
     CHECK ((schedule_kind = 'at') = (run_at IS NOT NULL)),
     CHECK ((schedule_kind = 'cron') = (cron IS NOT NULL))
 );
@@ -310,6 +316,7 @@ AS $$
             WHEN l.outcome = 'succeeded' THEN 'succeeded'
             WHEN l.job_status = 'deleted' THEN 'cancelled'  -- never back to pending: it would
             WHEN l.outcome = 'not_started' THEN 'pending'   -- wait forever for a claim
+            WHEN l.outcome = 'rejected' THEN 'dead'         -- a failure never retried
             WHEN NOT l.idempotent THEN 'needs_review'
             WHEN l.attempt >= l.max_attempts THEN 'dead'
             ELSE 'pending'
@@ -456,7 +463,8 @@ CREATE FUNCTION wheel_claim(
 ) RETURNS TABLE (
     state text, job_id uuid, scheduled_for timestamptz, tenant_id uuid, partition integer,
     fence bigint, attempt integer, lease_until timestamptz, job_version bigint, task_type text,
-    payload bytea, pool text, priority integer, timeout_ms bigint, fire_at timestamptz
+    payload bytea, pool text, priority integer, timeout_ms bigint, fire_at timestamptz,
+    http_url text, http_retry_client_errors boolean
 ) LANGUAGE sql VOLATILE
 SET enable_hashjoin = off SET enable_mergejoin = off
 AS $$
@@ -572,18 +580,19 @@ AS $$
     )
     SELECT 'claimed', c.job_id, c.scheduled_for, c.tenant_id, c.partition, c.fence, c.attempt,
            c.lease_until, c.job_version, j.task_type, j.payload, j.pool, c.priority,
-           j.timeout_ms, c.fire_at
+           j.timeout_ms, c.fire_at, j.http_url, j.http_retry_client_errors
     FROM claimed c
     CROSS JOIN LATERAL (
-        SELECT j.task_type, j.payload, j.pool, j.timeout_ms FROM jobs j WHERE j.id = c.job_id LIMIT 1
+        SELECT j.task_type, j.payload, j.pool, j.timeout_ms, j.http_url, j.http_retry_client_errors
+        FROM jobs j WHERE j.id = c.job_id LIMIT 1
     ) j
     UNION ALL
     SELECT 'skipped', s.job_id, s.scheduled_for, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-           NULL, NULL, NULL, NULL, s.fire_at
+           NULL, NULL, NULL, NULL, s.fire_at, NULL, NULL
     FROM skipped s
     UNION ALL
     SELECT p.state, p.job_id, p.scheduled_for, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-           NULL, NULL, NULL, NULL, p.fire_at
+           NULL, NULL, NULL, NULL, p.fire_at, NULL, NULL
     FROM decided p
     WHERE p.state IN ('blocked', 'early', 'capped')
 $$;

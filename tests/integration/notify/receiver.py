@@ -4,9 +4,9 @@
         ...                                   # point a webhook at receiver.url
         [first, second] = await receiver.received(2)
 
-Each answer is a status code, or HANG (hold the request until the server
-closes). After the script runs out it answers 200. Every request is kept
-with its headers and body exactly as they arrived.
+Each answer is a status code, HANG (hold the request until the server
+closes) or Slow(status, seconds). After the script runs out it answers 200.
+Every request is kept with its headers and body exactly as they arrived.
 """
 
 from __future__ import annotations
@@ -24,6 +24,14 @@ HANG = -1
 
 
 @dataclass(frozen=True)
+class Slow:
+    """Answer `status`, `seconds` after the request arrived."""
+
+    status: int
+    seconds: float
+
+
+@dataclass(frozen=True)
 class Received:
     path: str
     headers: dict[str, str]
@@ -36,7 +44,7 @@ class Received:
 @dataclass
 class Receiver:
     url: str
-    answers: list[int]
+    answers: list[int | Slow]
     requests: list[Received] = field(default_factory=list)
     _arrived: asyncio.Condition = field(default_factory=asyncio.Condition)
     _closing: asyncio.Event = field(default_factory=asyncio.Event)
@@ -44,7 +52,7 @@ class Receiver:
     @classmethod
     @contextlib.asynccontextmanager
     async def running(
-        cls, answers: Sequence[int] = (), path: str = "/hook"
+        cls, answers: Sequence[int | Slow] = (), path: str = "/hook"
     ) -> AsyncIterator[Receiver]:
         receiver: Receiver | None = None
 
@@ -55,6 +63,9 @@ class Receiver:
                 receiver.requests.append(kept)
                 receiver._arrived.notify_all()
             answer = receiver.answers.pop(0) if receiver.answers else 200
+            if isinstance(answer, Slow):
+                await asyncio.sleep(answer.seconds)  # the scripted delay is the behaviour
+                answer = answer.status
             if answer == HANG:
                 await receiver._closing.wait()
             if 300 <= answer < 400:

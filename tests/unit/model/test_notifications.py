@@ -7,12 +7,8 @@ import pytest
 from wheel.errors import InvalidArgument
 from wheel.model.executions import ExecutionStatus as S
 from wheel.model.jobs import Policies
-from wheel.model.notifications import (
-    check_webhook_url,
-    literal_address,
-    notify_statuses,
-    redacted,
-)
+from wheel.model.notifications import notify_statuses, redacted
+from wheel.model.urls import check_webhook_url, literal_address
 
 
 @pytest.mark.parametrize(

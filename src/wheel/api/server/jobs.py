@@ -95,8 +95,9 @@ class JobsApi:
         count = _count(request.preview, "preview", DEFAULT_PREVIEW)
         job_id = convert.job_id(request.job_id, "job_id") if request.job_id else None
         spec = convert.spec_from(
-            request.name, request.task_type, request.payload, request.schedule, request.policies
-        )
+            request.name, request.task_type, request.payload, request.schedule, request.policies,
+            http=request.http if request.HasField("http") else None,
+        )  # fmt: skip
         now = self._clock()
         try:
             with convert.request_fields():
@@ -150,7 +151,13 @@ class JobsApi:
             ids.append(job_id)
             specs.append(
                 convert.spec_from(
-                    item.name, item.task_type, item.payload, item.schedule, item.policies, prefix
+                    item.name,
+                    item.task_type,
+                    item.payload,
+                    item.schedule,
+                    item.policies,
+                    prefix,
+                    http=item.http if item.HasField("http") else None,
                 )
             )
         now = self._clock()
@@ -259,8 +266,9 @@ class JobsApi:
         if given.version == 0:
             raise InvalidArgument("job.version", "is required: the version this edit is based on")
         spec = convert.spec_from(
-            given.name, given.task_type, given.payload, given.schedule, given.policies, "job."
-        )
+            given.name, given.task_type, given.payload, given.schedule, given.policies, "job.",
+            http=given.http if given.HasField("http") else None,
+        )  # fmt: skip
         current = await self._store.jobs.get(tenant, job_id)
         if spec.schedule != current.spec.schedule and (
             current.spec.schedule.kind is not ScheduleKind.CRON

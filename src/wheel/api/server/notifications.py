@@ -7,7 +7,8 @@ from wheel.api import convert
 from wheel.api.server.rpc import Rpc, Service
 from wheel.errors import InvalidArgument
 from wheel.model.ids import TenantId
-from wheel.model.notifications import Webhook, check_webhook_url, notify_statuses
+from wheel.model.notifications import Webhook, notify_statuses
+from wheel.model.urls import check_webhook_url
 from wheel.store import Store
 from wheel.timestamps import to_timestamp
 

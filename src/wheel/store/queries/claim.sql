@@ -4,7 +4,8 @@
 -- (with refuse_overshoot, SQLSTATE WH001 rolls back a claim that went over).
 WITH claimed AS MATERIALIZED (
     SELECT state, job_id, scheduled_for, tenant_id, partition, fence, attempt, lease_until,
-           job_version, task_type, payload, pool, priority, timeout_ms, fire_at
+           job_version, task_type, payload, pool, priority, timeout_ms, fire_at, http_url,
+           http_retry_client_errors
     FROM wheel_claim(%(partitions)s::integer[], %(epochs)s::bigint[], %(job_ids)s::uuid[],
                      %(scheduled_fors)s::timestamptz[], %(executor_ids)s::text[],
                      %(instances)s::text[], %(lease_s)s::float8, %(ahead_s)s::float8,
@@ -18,5 +19,5 @@ WITH claimed AS MATERIALIZED (
 )
 SELECT c.state, c.job_id, c.scheduled_for, c.tenant_id, c.partition, c.fence, c.attempt,
        c.lease_until, c.job_version, c.task_type, c.payload, c.pool, c.priority, c.timeout_ms,
-       c.fire_at
+       c.fire_at, c.http_url, c.http_retry_client_errors
 FROM counted CROSS JOIN claimed c

@@ -13,7 +13,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class CreateJobRequest(_message.Message):
-    __slots__ = ("name", "task_type", "payload", "schedule", "policies", "preview", "job_id")
+    __slots__ = ("name", "task_type", "payload", "schedule", "policies", "preview", "job_id", "http")
     NAME_FIELD_NUMBER: _ClassVar[int]
     TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
@@ -21,6 +21,7 @@ class CreateJobRequest(_message.Message):
     POLICIES_FIELD_NUMBER: _ClassVar[int]
     PREVIEW_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    HTTP_FIELD_NUMBER: _ClassVar[int]
     name: str
     task_type: str
     payload: bytes
@@ -28,7 +29,8 @@ class CreateJobRequest(_message.Message):
     policies: _common_pb2.JobPolicies
     preview: int
     job_id: str
-    def __init__(self, name: _Optional[str] = ..., task_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., schedule: _Optional[_Union[_common_pb2.Schedule, _Mapping]] = ..., policies: _Optional[_Union[_common_pb2.JobPolicies, _Mapping]] = ..., preview: _Optional[int] = ..., job_id: _Optional[str] = ...) -> None: ...
+    http: _common_pb2.HttpTask
+    def __init__(self, name: _Optional[str] = ..., task_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., schedule: _Optional[_Union[_common_pb2.Schedule, _Mapping]] = ..., policies: _Optional[_Union[_common_pb2.JobPolicies, _Mapping]] = ..., preview: _Optional[int] = ..., job_id: _Optional[str] = ..., http: _Optional[_Union[_common_pb2.HttpTask, _Mapping]] = ...) -> None: ...
 
 class CreateJobResponse(_message.Message):
     __slots__ = ("job", "next_runs", "warnings")

@@ -157,7 +157,7 @@ class JobPolicies(_message.Message):
     def __init__(self, retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: _Optional[bool] = ..., misfire: _Optional[_Union[MisfirePolicy, str]] = ..., misfire_grace: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., misfire_replay_cap: _Optional[int] = ..., overlap: _Optional[_Union[OverlapPolicy, str]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., priority: _Optional[int] = ..., pool: _Optional[str] = ..., notify_url: _Optional[str] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("id", "name", "task_type", "payload", "schedule", "policies", "status", "version", "created_at", "updated_at", "warnings", "last_run", "next_run_at")
+    __slots__ = ("id", "name", "task_type", "payload", "schedule", "policies", "status", "version", "created_at", "updated_at", "warnings", "last_run", "next_run_at", "http")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -171,6 +171,7 @@ class Job(_message.Message):
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
     LAST_RUN_FIELD_NUMBER: _ClassVar[int]
     NEXT_RUN_AT_FIELD_NUMBER: _ClassVar[int]
+    HTTP_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     task_type: str
@@ -184,7 +185,16 @@ class Job(_message.Message):
     warnings: _containers.RepeatedScalarFieldContainer[str]
     last_run: LastRun
     next_run_at: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., task_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., policies: _Optional[_Union[JobPolicies, _Mapping]] = ..., status: _Optional[_Union[JobStatus, str]] = ..., version: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., last_run: _Optional[_Union[LastRun, _Mapping]] = ..., next_run_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    http: HttpTask
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., task_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., policies: _Optional[_Union[JobPolicies, _Mapping]] = ..., status: _Optional[_Union[JobStatus, str]] = ..., version: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., last_run: _Optional[_Union[LastRun, _Mapping]] = ..., next_run_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., http: _Optional[_Union[HttpTask, _Mapping]] = ...) -> None: ...
+
+class HttpTask(_message.Message):
+    __slots__ = ("url", "retry_client_errors")
+    URL_FIELD_NUMBER: _ClassVar[int]
+    RETRY_CLIENT_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    url: str
+    retry_client_errors: bool
+    def __init__(self, url: _Optional[str] = ..., retry_client_errors: _Optional[bool] = ...) -> None: ...
 
 class LastRun(_message.Message):
     __slots__ = ("execution_id", "status", "scheduled_for", "finished_at")

@@ -1,0 +1,49 @@
+"""HTTP tasks: a job whose task is a POST to a URL, run by the nodes, not by an executor.
+
+Any language that can answer an HTTP request can be a wheel task. A node
+POSTs the job's payload to the URL with the run's identity in headers and a
+signature by the tenant's secret; a 2xx answer is success, a 4xx a failure
+that is not retried (the endpoint refused the request: sending it again would
+not change that) unless the job says otherwise, and anything else (5xx, no
+answer in time, no connection) a failure retried under the job's policy.
+
+The task type of an HTTP job is `wheel.http:<host>[:<port>]`, made from its
+URL: breakers, the unserved and per-task-type figures then tell one endpoint
+from another. Task types starting `wheel.` are wheel's own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from wheel.model.urls import check_webhook_url
+
+RESERVED_PREFIX = "wheel."
+"""Task types starting with this are wheel's own: no job names one, no executor serves one."""
+HTTP_TASK_PREFIX = "wheel.http:"
+
+
+@dataclass(frozen=True, slots=True)
+class HttpTask:
+    """Where a job's runs are POSTed, and whether a 4xx answer is retried."""
+
+    url: str
+    retry_client_errors: bool = False
+    """Retry 4xx answers like 5xx ones (408 and 429 are always retried)."""
+
+    def __post_init__(self) -> None:
+        check_webhook_url("http.url", self.url)
+
+    @property
+    def task_type(self) -> str:
+        """The task type of a job with this target: `wheel.http:` and the URL's host and port."""
+        parts = urlsplit(self.url)
+        host = (parts.hostname or "").lower()
+        if ":" in host:  # an IPv6 literal keeps its brackets
+            host = f"[{host}]"
+        return f"{HTTP_TASK_PREFIX}{host}" + (f":{parts.port}" if parts.port else "")
+
+
+def is_http_task_type(task_type: str) -> bool:
+    return task_type.startswith(HTTP_TASK_PREFIX)

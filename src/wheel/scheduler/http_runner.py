@@ -1,0 +1,182 @@
+"""The node's HTTP task runner: an executor inside the node, for runs that are a POST.
+
+    async with HttpRunner(engine, store.webhooks, config):
+        ...  # the node runs; HTTP tasks go to the runner's link like any dispatch
+
+It is a link with no stream (`Links.connect(..., http_runner=True)`): claims
+pick it by credit like an executor, bind each run to it, and route its
+results and heartbeats through the recorder, so HTTP tasks follow the same
+fences, leases, retries, overlap, timeout and breaker rules as every task.
+Each dispatch waits for its instant, sends a heartbeat (the run is running),
+POSTs (`wheel.http_tasks.call`), beats every `heartbeat_interval_s` while the
+request is out, and reports the outcome. A heartbeat refused as stale means
+the run was given up and dispatched again: the request is cancelled and not
+reported. A node that stops or dies mid-request reports nothing; the lease
+runs out and the run is retried, so endpoints see at least once, keyed by
+`Idempotency-Key`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+
+from wheel.errors import WheelError
+from wheel.http_tasks.call import Caller, Request
+from wheel.model.executions import AttemptResult, Fenced, Outcome
+from wheel.model.ids import TenantId
+from wheel.notify.egress import EgressPolicy
+from wheel.scheduler.config import SchedulerConfig
+from wheel.scheduler.engine import Engine
+from wheel.scheduler.links import ANY_POOL, Link
+from wheel.scheduler.messages import Hello
+from wheel.scheduler.outgoing import Acknowledgements, Dispatch, Dispatches, Refusal
+from wheel.store.webhooks import Webhooks
+
+log = logging.getLogger(__name__)
+
+SECRETS_TTL_S = 10.0
+"""How long a tenant's signing secrets are reused before they are read again."""
+_NO_TOKEN = uuid.UUID(int=0)
+
+
+@dataclass(slots=True)
+class _Cached:
+    secrets: tuple[str, ...]
+    until: float
+
+
+class HttpRunner:
+    def __init__(self, engine: Engine, webhooks: Webhooks, config: SchedulerConfig) -> None:
+        self._engine = engine
+        self._webhooks = webhooks
+        self._config = config
+        self._caller = Caller(
+            EgressPolicy.of(config.denied_networks), concurrency=config.http_task_concurrency
+        )
+        self._secrets: dict[TenantId, _Cached] = {}
+        self._running: dict[tuple[str, int], asyncio.Task[None]] = {}
+        self._drain: asyncio.Task[None] | None = None
+        self.link: Link | None = None
+
+    async def __aenter__(self) -> HttpRunner:
+        await self._caller.__aenter__()
+        config = self._config
+        hello = Hello(
+            executor_id=f"http@{config.node_id}",
+            pools=(),
+            task_types=(),
+            capacity=config.http_task_concurrency,
+            instance_id=uuid.uuid4().hex,
+        )
+        links = self._engine.links
+        self.link = links.connect(hello, _NO_TOKEN, http_runner=True)
+        links.grant(self.link, ANY_POOL, config.http_task_concurrency)
+        self._drain = asyncio.create_task(self._read(self.link), name="http tasks")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.link is not None:
+            self._engine.links.disconnect(self.link)
+        tasks = [t for t in (self._drain, *self._running.values()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self._caller.__aexit__(*exc)
+
+    async def _read(self, link: Link) -> None:
+        """What the node sends the runner: dispatches to start, refusals to act on."""
+        while (message := await link.outbox.get()) is not None:
+            if isinstance(message, Dispatches):
+                for dispatch in message.items:
+                    self._start(link, dispatch)
+            elif isinstance(message, Acknowledgements):
+                for refusal in message.stale:
+                    self._given_up(refusal)
+            elif isinstance(message, Refusal):
+                self._given_up(message)
+
+    def _start(self, link: Link, dispatch: Dispatch) -> None:
+        slot = (dispatch.key.id, dispatch.claimed.fence)
+        task = asyncio.create_task(self._run(link, dispatch), name="http task")
+        self._running[slot] = task
+
+        def done(_: asyncio.Task[None]) -> None:
+            if self._running.get(slot) is task:
+                del self._running[slot]
+
+        task.add_done_callback(done)
+
+    def _given_up(self, refusal: Refusal) -> None:
+        """A heartbeat or result refused as stale: the run went to another attempt."""
+        task = self._running.pop((refusal.execution_id, refusal.fence), None)
+        log.info(
+            "http_task.stale",
+            extra={"execution": refusal.execution_id, "fence": refusal.fence,
+                   "current_fence": refusal.current_fence, "cancelled": task is not None},
+        )  # fmt: skip
+        if task is not None:
+            task.cancel()
+
+    async def _run(self, link: Link, dispatch: Dispatch) -> None:
+        engine, claimed, key = self._engine, dispatch.claimed, dispatch.key
+        fenced = Fenced(key, claimed.fence)
+        try:
+            wait_s = (dispatch.start_at - engine.now()).total_seconds()
+            if wait_s > 0:
+                await asyncio.sleep(wait_s)  # the run's instant: nothing to await but the time
+            started = engine.now()
+            outcome, error = Outcome.NOT_STARTED, None
+            if claimed.http is None:
+                error = "not an HTTP task"
+            else:
+                try:
+                    secrets = await self._signing_secrets(claimed.tenant_id)
+                except WheelError as exc:  # given back: claimed again once the store answers
+                    log.warning("http_task.no_secret", extra={"error": str(exc)})
+                else:
+                    engine.recorder.heartbeat(link, fenced)
+                    request = Request(
+                        url=claimed.http.url,
+                        body=claimed.payload,
+                        execution_id=key.id,
+                        job_id=str(key.job_id),
+                        attempt=claimed.attempt,
+                        fence=claimed.fence,
+                        scheduled_for=key.scheduled_for,
+                        deadline=dispatch.deadline,
+                        secrets=secrets,
+                        retry_client_errors=claimed.http.retry_client_errors,
+                    )
+                    beating = asyncio.create_task(self._beat(link, fenced))
+                    try:
+                        answer = await self._caller.post(request)
+                    finally:
+                        beating.cancel()
+                    outcome, error = answer.outcome, answer.error
+            engine.recorder.report(
+                link,
+                AttemptResult(key, claimed.fence, outcome, started_at=started,
+                              finished_at=engine.now(), error=error),
+            )  # fmt: skip
+        finally:
+            self._engine.links.grant(link, ANY_POOL, 1)
+
+    async def _beat(self, link: Link, fenced: Fenced) -> None:
+        while True:
+            await asyncio.sleep(self._config.heartbeat_interval_s)  # a lease is kept by time
+            self._engine.recorder.heartbeat(link, fenced)
+
+    async def _signing_secrets(self, tenant_id: TenantId) -> tuple[str, ...]:
+        now = time.monotonic()
+        cached = self._secrets.get(tenant_id)
+        if cached is None or cached.until < now:
+            secrets = await self._webhooks.signing_secrets(tenant_id)
+            cached = self._secrets[tenant_id] = _Cached(secrets, now + SECRETS_TTL_S)
+        return cached.secrets

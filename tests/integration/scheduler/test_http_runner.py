@@ -1,0 +1,225 @@
+"""HTTP tasks through a real node: POSTed to a real local server, signed, retried, fenced.
+
+Jobs are created through the SDK; the node's own runner makes the requests to
+a local aiohttp server that answers as each test scripts it (a status, a
+hang, a slow answer), and the runs' outcomes are read back through the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+
+import wheel
+from tests.integration.nodes import NodeFactory
+from tests.integration.notify.receiver import HANG, Receiver, Slow
+from wheel.client import AsyncClient, verify_http_task
+from wheel.errors import BadSignature, InvalidArgument
+from wheel.model.executions import ExecutionStatus, Outcome
+from wheel.model.http_tasks import HttpTask
+from wheel.model.jobs import Policies
+from wheel.scheduler.node import SchedulerNode
+
+FINAL = (ExecutionStatus.SUCCEEDED, ExecutionStatus.DEAD, ExecutionStatus.NEEDS_REVIEW)
+QUICK_RETRY = {"backoff_base": timedelta(milliseconds=100), "backoff_cap": timedelta(seconds=0.2)}
+
+
+@pytest.fixture
+async def node(start_node: NodeFactory) -> SchedulerNode:
+    started = await start_node()
+    await started.ready.wait()
+    return started
+
+
+@pytest.fixture
+async def client(node: SchedulerNode, token: str) -> AsyncIterator[AsyncClient]:
+    async with AsyncClient(node.address, token=token) as opened:
+        yield opened
+
+
+async def posted(
+    client: AsyncClient, url: str, *, payload: bytes = b'{"n": 1}', **policies: object
+) -> wheel.Job:
+    """A one-off HTTP task due at once (three attempts unless told otherwise)."""
+    retry = policies.pop("retry_client_errors", False)
+    chosen = {"max_attempts": 3, **QUICK_RETRY, **policies}
+    created = await client.create_job(
+        f"post-{uuid.uuid4().hex[:6]}", "",
+        wheel.at(datetime.now(UTC) + timedelta(milliseconds=200)), payload=payload,
+        policies=Policies(**chosen),  # type: ignore[arg-type]
+        http=HttpTask(url, retry_client_errors=bool(retry)),
+    )  # fmt: skip
+    return created.job
+
+
+async def final(client: AsyncClient, job: wheel.Job, within: float = 20.0) -> wheel.Execution:
+    """The job's run once it has finished, with its attempts."""
+    async with asyncio.timeout(within):
+        while True:
+            page = await client.list_executions(job_id=job.id)
+            if page.items and page.items[0].status in FINAL:
+                return await client.get_execution(page.items[0].id)
+            await asyncio.sleep(0.1)  # polling a remote state: there is no event to await
+
+
+async def test_a_run_is_posted_with_its_identity_and_signed(client: AsyncClient) -> None:
+    async with Receiver.running() as receiver:
+        job = await posted(client, receiver.url, payload=b'{"to": "priya"}')
+        assert job.task_type == f"wheel.http:127.0.0.1:{receiver.url.split(':')[2].split('/')[0]}"
+        run = await final(client, job)
+        (got,) = await receiver.received(1)
+    assert run.status is ExecutionStatus.SUCCEEDED
+    assert [a.outcome for a in run.attempts] == [Outcome.SUCCEEDED]
+    assert run.attempts[0].executor_id is not None
+    assert run.attempts[0].executor_id.startswith("http@")
+    assert got.body == b'{"to": "priya"}'
+    assert got.headers["Content-Type"] == "application/json"
+    assert got.headers["Idempotency-Key"] == got.headers["Wheel-Execution-Id"] == run.id
+    assert got.headers["Wheel-Job-Id"] == str(job.id)
+    assert (got.headers["Wheel-Attempt"], got.headers["Wheel-Fence"]) == ("1", str(run.fence))
+    assert datetime.fromisoformat(got.headers["Wheel-Scheduled-For"]) == run.scheduled_for
+    assert datetime.fromisoformat(got.headers["Wheel-Deadline"]) > run.scheduled_for
+    secret = (await client.webhook()).secret
+    checked = verify_http_task(secret, got.headers, got.body)
+    assert (checked.execution_id, checked.attempt, checked.fence) == (run.id, 1, run.fence)
+    changed = {**got.headers, "Wheel-Fence": str(run.fence + 1)}
+    with pytest.raises(BadSignature, match="no v1 signature matches"):
+        verify_http_task(secret, changed, got.body)
+
+
+async def test_a_5xx_is_retried_and_the_next_attempt_succeeds(client: AsyncClient) -> None:
+    async with Receiver.running(answers=[503, 200]) as receiver:
+        run = await final(client, await posted(client, receiver.url))
+        first, second = await receiver.received(2)
+    assert run.status is ExecutionStatus.SUCCEEDED
+    assert [(a.outcome, a.error) for a in run.attempts] == [
+        (Outcome.FAILED, "HTTP 503: ok"), (Outcome.SUCCEEDED, None),
+    ]  # fmt: skip
+    assert first.headers["Idempotency-Key"] == second.headers["Idempotency-Key"] == run.id
+    assert [r.headers["Wheel-Attempt"] for r in (first, second)] == ["1", "2"]
+    assert int(first.headers["Wheel-Fence"]) < int(second.headers["Wheel-Fence"])
+
+
+async def test_a_4xx_fails_the_run_at_once(client: AsyncClient) -> None:
+    async with Receiver.running(answers=[404]) as receiver:
+        run = await final(client, await posted(client, receiver.url))
+        await receiver.received(1)
+    assert run.status is ExecutionStatus.DEAD
+    assert [(a.outcome, a.error) for a in run.attempts] == [(Outcome.REJECTED, "HTTP 404: ok")]
+    assert len(receiver.requests) == 1, "attempts remained, and none was used"
+
+
+async def test_a_4xx_is_retried_when_the_job_says_so(client: AsyncClient) -> None:
+    async with Receiver.running(answers=[404, 200]) as receiver:
+        job = await posted(client, receiver.url, retry_client_errors=True)
+        assert job.http == HttpTask(receiver.url, retry_client_errors=True)
+        run = await final(client, job)
+    assert run.status is ExecutionStatus.SUCCEEDED
+    assert [a.outcome for a in run.attempts] == [Outcome.FAILED, Outcome.SUCCEEDED]
+
+
+async def test_a_429_is_always_retried(client: AsyncClient) -> None:
+    async with Receiver.running(answers=[429, 200]) as receiver:
+        run = await final(client, await posted(client, receiver.url))
+    assert [a.outcome for a in run.attempts] == [Outcome.FAILED, Outcome.SUCCEEDED]
+
+
+async def test_a_hanging_endpoint_times_out_and_the_retry_succeeds(client: AsyncClient) -> None:
+    async with Receiver.running(answers=[HANG, 200]) as receiver:
+        job = await posted(client, receiver.url, timeout=timedelta(seconds=1))
+        run = await final(client, job)
+    assert run.status is ExecutionStatus.SUCCEEDED
+    failed, succeeded = run.attempts
+    assert failed.outcome is Outcome.FAILED
+    assert failed.error is not None
+    assert failed.error.startswith("no answer within")
+    assert succeeded.outcome is Outcome.SUCCEEDED
+
+
+async def test_a_slow_answer_within_the_timeout_keeps_its_lease(client: AsyncClient) -> None:
+    # The lease is 2 s (fast_config): heartbeats keep it while the answer takes 3 s.
+    async with Receiver.running(answers=[Slow(200, 3.0)]) as receiver:
+        run = await final(client, await posted(client, receiver.url))
+        assert len(receiver.requests) == 1
+    assert [a.outcome for a in run.attempts] == [Outcome.SUCCEEDED]
+
+
+async def test_a_denied_address_is_refused_without_a_request(
+    start_node: NodeFactory, token: str
+) -> None:
+    node = await start_node(notify_deny_networks="169.254.0.0/16,127.0.0.0/8")
+    await node.ready.wait()
+    async with AsyncClient(node.address, token=token) as client, Receiver.running() as receiver:
+        run = await final(client, await posted(client, receiver.url))
+        assert receiver.requests == []
+    assert run.status is ExecutionStatus.DEAD
+    (attempt,) = run.attempts
+    assert attempt.outcome is Outcome.REJECTED
+    assert attempt.error is not None
+    assert "127.0.0.0/8" in attempt.error
+
+
+async def test_an_attempt_given_up_elsewhere_is_cancelled_and_its_fence_refused(
+    client: AsyncClient, database_dsn: str
+) -> None:
+    """Another owner re-dispatched the run (its fence moved on) while the request hung:
+    the runner's next heartbeat is refused as stale, it drops the request and reports
+    nothing; the re-dispatch's lease runs out and the retry succeeds."""
+    async with Receiver.running(answers=[HANG, 200]) as receiver:
+        job = await posted(client, receiver.url, timeout=timedelta(minutes=5))
+        (hung,) = await receiver.received(1)
+        with psycopg.connect(database_dsn, autocommit=True) as conn:
+            conn.execute(
+                "UPDATE executions SET fence = fence + 1, lease_until = clock_timestamp()"
+                " + interval '1 second' WHERE job_id = %s",
+                (job.id,),
+            )
+        run = await final(client, job)
+        later = receiver.requests[1]
+    assert run.status is ExecutionStatus.SUCCEEDED
+    stale = int(hung.headers["Wheel-Fence"])
+    assert int(later.headers["Wheel-Fence"]) == stale + 2
+    assert [(a.fence, a.outcome) for a in run.attempts] == [
+        (stale + 1, Outcome.LEASE_EXPIRED), (stale + 2, Outcome.SUCCEEDED),
+    ], "nothing was recorded for the stale attempt"  # fmt: skip
+
+
+async def test_http_jobs_round_trip_through_the_api_and_refuse_bad_targets(
+    client: AsyncClient,
+) -> None:
+    job = await posted(client, "https://hooks.example.com:8443/run?x=1")
+    assert job.task_type == "wheel.http:hooks.example.com:8443"
+    got = await client.get_job(job.id)
+    assert got.http == HttpTask("https://hooks.example.com:8443/run?x=1")
+    moved = await client.update_job(
+        job.id, expected_version=job.version, http=HttpTask("https://other.example.com/run")
+    )
+    assert (moved.task_type, moved.http) == (
+        "wheel.http:other.example.com", HttpTask("https://other.example.com/run"),
+    )  # fmt: skip
+    for url, reason in [
+        ("ftp://example.com/x", "http.url: must start with http:// or https://"),
+        ("https://user:pw@example.com/x", "http.url: must not carry credentials"),
+    ]:
+        with pytest.raises(InvalidArgument, match=reason):
+            await _create_raw(client, url)
+    with pytest.raises(InvalidArgument, match=r"task_type: .*wheel's own"):
+        await client.create_job("sneaky", "wheel.http:example.com", wheel.now())
+    assert json.loads(job.payload) == {"n": 1}
+
+
+async def _create_raw(client: AsyncClient, url: str) -> None:
+    """A create whose target the SDK does not check first: the server's answer is tested."""
+    from wheel._proto.wheel.v1 import api_pb2 as api
+    from wheel._proto.wheel.v1 import common_pb2 as pb
+
+    request = api.CreateJobRequest(
+        name="bad", schedule=pb.Schedule(now=pb.RunNow()), http=pb.HttpTask(url=url)
+    )
+    await client._transport.call(lambda s: s.jobs.CreateJob, request, retry=False)
