@@ -16,7 +16,9 @@ from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout, encode
 from wheel.coordinator.session import Session
 from wheel.errors import CoordinatorError
+from wheel.model.http_tasks import HTTP_TASK_PREFIX
 from wheel.scheduler.engine import Engine
+from wheel.scheduler.links import ANY_POOL
 
 
 class Publisher:
@@ -39,12 +41,16 @@ class Publisher:
     async def links(self, engine: Engine, session: Session | None) -> None:
         executors = {
             link.executor_id: {
-                "pools": list(link.pools),
-                "task_types": list(link.task_types),
+                # The HTTP runner serves every pool and every HTTP task type.
+                "pools": [ANY_POOL] if link.http_runner else list(link.pools),
+                "task_types": [f"{HTTP_TASK_PREFIX}*"]
+                if link.http_runner
+                else list(link.task_types),
                 "capacity": link.capacity,
                 "credit": dict(sorted(link.credits.items())),
                 "since": link.connected_at.isoformat(timespec="seconds"),
                 "in_flight": engine.in_flight.by_link.get(link.serial, 0),
+                **({"http_runner": True} if link.http_runner else {}),
             }
             for link in sorted(engine.links, key=lambda link: link.executor_id)
         }

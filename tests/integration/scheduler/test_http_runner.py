@@ -12,13 +12,16 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import psycopg
 import pytest
+from click.testing import CliRunner
 
 import wheel
 from tests.integration.nodes import NodeFactory
 from tests.integration.notify.receiver import HANG, Receiver, Slow
+from wheel.cli.jobs import jobs
 from wheel.client import AsyncClient, verify_http_task
 from wheel.errors import BadSignature, InvalidArgument
 from wheel.model.executions import ExecutionStatus, Outcome
@@ -223,3 +226,45 @@ async def _create_raw(client: AsyncClient, url: str) -> None:
         name="bad", schedule=pb.Schedule(now=pb.RunNow()), http=pb.HttpTask(url=url)
     )
     await client._transport.call(lambda s: s.jobs.CreateJob, request, retry=False)
+
+
+async def test_the_cli_creates_http_tasks_and_applies_them_from_a_file(
+    node: SchedulerNode, client: AsyncClient, token: str, tmp_path: Path
+) -> None:
+    env = {"WHEEL_ENDPOINTS": node.address, "WHEEL_TOKEN": token, "COLUMNS": "200"}
+
+    def invoke(*args: str) -> tuple[int, str]:
+        result = CliRunner().invoke(jobs, list(args), env=env)
+        return result.exit_code, result.output
+
+    async with Receiver.running(answers=[404, 200]) as receiver:
+        code, out = await asyncio.to_thread(
+            invoke, "create", "cli-post", "--http", receiver.url, "--http-retry-4xx", "--now",
+            "--payload", '{"from": "cli"}', "--backoff-base", "100ms",
+        )  # fmt: skip
+        assert code == 0, out
+        (got,) = [j for j in (await client.list_jobs()).items if j.name == "cli-post"]
+        assert got.http == HttpTask(receiver.url, retry_client_errors=True)
+        run = await final(client, got)
+        assert run.status is ExecutionStatus.SUCCEEDED
+        assert [r.body for r in receiver.requests] == [b'{"from": "cli"}'] * 2
+    code, out = await asyncio.to_thread(invoke, "create", "no-task", "--now")
+    assert code != 0
+    assert "--task or --http" in out
+    code, out = await asyncio.to_thread(
+        invoke, "create", "bad", "--http", "ftp://example.com/", "--now"
+    )
+    assert code != 0
+    assert "--http" in out
+    assert "must start with http:// or https://" in out
+    path = tmp_path / "jobs.toml"
+    path.write_text(
+        '[jobs.nightly-hook]\nhttp = "https://hooks.example.com/nightly"\ncron = "0 2 * * *"\n'
+    )
+    code, out = await asyncio.to_thread(invoke, "apply", "-f", str(path))
+    assert code == 0, out
+    (applied,) = [j for j in (await client.list_jobs()).items if j.name == "nightly-hook"]
+    assert applied.task_type == "wheel.http:hooks.example.com"
+    code, out = await asyncio.to_thread(invoke, "apply", "-f", str(path))
+    assert code == 0, out
+    assert "unchanged" in out

@@ -189,6 +189,7 @@ async def test_revoking_a_token_ends_the_streams_it_opened(
         (hello(pools=[]), "hello.pools"),
         (hello(pools=["default", "default"]), "hello.pools"),
         (hello(task_types=["t" * 201]), "hello.task_types[0]"),
+        (hello(task_types=["report", "wheel.http:hooks.example.com"]), "hello.task_types"),
         (hello(capacity=0), "hello.capacity"),
         (pb.ExecutorMessage(credit=pb.Credit(pool="default", count=1)), "hello"),
     ],

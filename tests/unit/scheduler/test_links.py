@@ -46,3 +46,23 @@ def test_an_unresponsive_executor_gets_nothing_until_it_speaks() -> None:
     assert {links.take("default", "report") for _ in range(4)} == {alive}
     links.heard(frozen)
     assert frozen in {links.take("default", "report") for _ in range(4)}
+
+
+def test_http_tasks_go_to_the_nodes_runner_in_every_pool_from_one_credit() -> None:
+    links = Links()
+    anything = links.connect(hello("tool", ()), TOKEN)  # no task types: takes any other
+    runner = links.connect(hello("http@node-a", ()), TOKEN, http_runner=True)
+    links.grant(anything, "default", 5)
+    links.grant(runner, "*", 2)
+    task = "wheel.http:hooks.example.com"
+    assert links.serves("batch", task)
+    assert not anything.serves("default", task), "an executor never gets an HTTP task"
+    assert not runner.serves("default", "report"), "the runner runs HTTP tasks only"
+    assert links.credit("batch") == 2
+    assert links.credit("default") == 5 + 2
+    assert links.take("default", task) is runner
+    assert links.take("batch", task) is runner
+    assert links.take("reports", task) is None, "the shared credit is spent"
+    assert links.take("default", "report") is anything
+    links.refund(runner, "reports")
+    assert links.credit("anywhere") == 1

@@ -17,6 +17,7 @@ from typing import Any
 
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout, decode
+from wheel.model.http_tasks import is_http_task_type
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +32,12 @@ class ExecutorOnNode:
     since: str
     in_flight: int = 0
     """Runs that node dispatched to it and has not seen finish."""
+    http_runner: bool = False
+    """The node's own HTTP task runner (every pool, HTTP tasks only)."""
 
     def serves(self, pool: str, task_type: str) -> bool:
+        if self.http_runner or is_http_task_type(task_type):
+            return self.http_runner and is_http_task_type(task_type)
         return pool in self.pools and (not self.task_types or task_type in self.task_types)
 
 
@@ -85,6 +90,7 @@ def _executors(node_id: str, document: Mapping[str, Any]) -> list[ExecutorOnNode
                 credit={str(k): int(v) for k, v in dict(doc.get("credit", {})).items()},
                 since=str(doc.get("since", "")),
                 in_flight=int(doc.get("in_flight", 0)),
+                http_runner=bool(doc.get("http_runner", False)),
             )
         )
     return found

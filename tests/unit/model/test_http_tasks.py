@@ -1,0 +1,51 @@
+"""HTTP task targets: checked where they enter, and the task type each one makes."""
+
+from __future__ import annotations
+
+import pytest
+
+from wheel.errors import InvalidArgument
+from wheel.model.http_tasks import HttpTask, is_http_task_type
+from wheel.model.jobs import JobSpec, Schedule, ScheduleKind
+
+NOW = Schedule(kind=ScheduleKind.NOW)
+
+
+@pytest.mark.parametrize(
+    ("url", "task_type"),
+    [
+        ("https://hooks.example.com/run", "wheel.http:hooks.example.com"),
+        ("https://Hooks.Example.com:8443/run?x=1", "wheel.http:hooks.example.com:8443"),
+        ("http://127.0.0.1:9000/", "wheel.http:127.0.0.1:9000"),
+        ("http://[::1]:8080/hook", "wheel.http:[::1]:8080"),
+    ],
+)
+def test_the_task_type_names_the_endpoint(url: str, task_type: str) -> None:
+    assert HttpTask(url).task_type == task_type
+    assert is_http_task_type(task_type)
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("ftp://example.com/", "must start with http:// or https://"),
+        ("https://user:secret@example.com/", "must not carry credentials"),
+        ("https:///nohost", "names no host"),
+        ("https://example.com/a b", "must not contain spaces"),
+        ("https://example.com/#frag", "must not have a #fragment"),
+        ("https://example.com/" + "x" * 2100, "longer than 2048"),
+    ],
+)
+def test_a_bad_target_names_the_field(url: str, reason: str) -> None:
+    with pytest.raises(InvalidArgument, match=f"^http.url: {reason}"):
+        HttpTask(url)
+
+
+def test_a_job_and_its_target_agree_on_the_task_type() -> None:
+    target = HttpTask("https://hooks.example.com/run")
+    spec = JobSpec("ping", target.task_type, NOW, http=target)
+    assert spec.http == target
+    with pytest.raises(InvalidArgument, match=r"^task_type: an HTTP task's type is"):
+        JobSpec("ping", "report", NOW, http=target)
+    with pytest.raises(InvalidArgument, match=r"^task_type: task types starting 'wheel\.'"):
+        JobSpec("ping", "wheel.http:hooks.example.com", NOW)
