@@ -25,7 +25,7 @@ RUN python -m venv /opt/wheel
 COPY pyproject.toml README.md ./
 COPY src ./src
 RUN python -m pip wheel --no-deps --wheel-dir /dist . \
- && /opt/wheel/bin/pip install /dist/*.whl
+ && /opt/wheel/bin/pip install "$(ls /dist/*.whl)[otel]"
 
 FROM ${PYTHON_IMAGE}
 ENV PATH=/opt/wheel/bin:$PATH \

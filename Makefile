@@ -22,7 +22,7 @@ $(VENV)/.installed-base: $(VENV)/.python-ok pyproject.toml
 	@touch $@
 
 $(VENV)/.installed-test: $(VENV)/.python-ok pyproject.toml
-	$(PIP) install -e '.[test,local]'
+	$(PIP) install -e '.[test,local,otel]'
 	@touch $@ $(VENV)/.installed-base
 
 dev: $(VENV)/.installed-base

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from wheel import eventloop
+from wheel import eventloop, tracing
 from wheel.cli import configfile, logs, options
 from wheel.errors import WheelError
 from wheel.executor.config import DEFAULT_HOLD
@@ -103,6 +103,14 @@ def _pools(values: tuple[str, ...]) -> dict[str, int]:
     help="host:port to serve Prometheus metrics on (env WHEEL_METRICS_LISTEN); empty: off.",
 )
 @click.option(
+    "--tracing/--no-tracing",
+    "tracing_on",
+    envvar="WHEEL_TRACING",
+    default=False,
+    help="Send an OpenTelemetry span per handler run, continuing the node's trace (env "
+    "WHEEL_TRACING; needs the otel extra; OTEL_* variables configure the exporter).",
+)
+@click.option(
     "--token-file",
     type=click.Path(dir_okay=False, path_type=Path),
     envvar="WHEEL_EXECUTOR_TOKEN_FILE",
@@ -132,6 +140,7 @@ def executor(
     hold: int,
     drain_timeout: float,
     metrics_listen: str,
+    tracing_on: bool,
     token_file: Path | None,
     tls: bool,
     tls_ca_file: str,
@@ -160,6 +169,7 @@ def executor(
             hold=hold,
             drain_timeout_s=drain_timeout,
             metrics_listen=metrics_listen,
+            tracing=tracing_on,
             token=options.secret(token_file, "WHEEL_EXECUTOR_TOKEN", "--token-file"),
             tls=tls,
             tls_ca_file=tls_ca_file,
@@ -169,6 +179,8 @@ def executor(
             etcd_user=etcd_access.etcd_user,
             etcd_password=etcd_access.etcd_password,
         )
+        if config.tracing:
+            tracing.enable("wheel-executor")
         eventloop.run(run_executor(config))
     except WheelError as exc:
         raise click.ClickException(str(exc)) from exc

@@ -12,6 +12,8 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from wheel import tracing
+
 # Attributes every LogRecord has; anything else came from `extra`.
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
 
@@ -27,6 +29,7 @@ class JsonFormatter(logging.Formatter):
         for name, value in record.__dict__.items():
             if name not in _STANDARD and not name.startswith("_"):
                 document[name] = value
+        document.update(tracing.log_fields())  # the span it was logged in, when tracing
         if record.exc_info:
             document["exception"] = self.formatException(record.exc_info)
         return json.dumps(document, default=str)

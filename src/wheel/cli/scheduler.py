@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from wheel import eventloop
+from wheel import eventloop, tracing
 from wheel.cli import configfile
 from wheel.scheduler.config import SchedulerConfig
 
@@ -21,7 +21,7 @@ _HELP = {
     "prefetch_ms": "Claim and hand over runs that overlap nothing this long before their "
     "instant (-1: 5000, or half of --lease-s when that is less).",
 }
-_TYPES: dict[object, type] = {"str": str, "int": int, "float": float}
+_TYPES: dict[object, type] = {"str": str, "int": int, "float": float, "bool": bool}
 _ENVIRONMENT_ONLY = {"etcd_password": "WHEEL_ETCD_PASSWORD"}
 """Secrets: never a flag (shell history, `ps`), only the environment or a file."""
 
@@ -35,10 +35,13 @@ def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
         kind = _TYPES[str(field.type)]
         default = defaults[field.name]
         has_default = default is not dataclasses.MISSING
+        flag = f"--{field.name.replace('_', '-')}"
+        if kind is bool:  # a switch: --tracing / --no-tracing
+            flag = f"{flag}/--no-{flag[2:]}"
         command = click.option(
-            f"--{field.name.replace('_', '-')}",
+            flag,
             field.name,
-            type=kind,
+            type=None if kind is bool else kind,
             envvar=f"WHEEL_{field.name.upper()}",
             default=default if has_default else None,
             show_default=has_default and field.name != "postgres_dsn",
@@ -60,5 +63,7 @@ def scheduler(**options: Any) -> None:
     for name, variable in _ENVIRONMENT_ONLY.items():
         options[name] = os.environ.get(variable, "")
     config = SchedulerConfig(**options)
+    if config.tracing:
+        tracing.enable("wheel-scheduler")
     node = SchedulerNode(config)
     eventloop.run(node.run(wait_for_stop_signal()))

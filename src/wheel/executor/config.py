@@ -68,6 +68,8 @@ class ExecutorConfig:
     naming the likely cause (a wrong --cluster, a refused token), every check."""
     metrics_listen: str = ""
     """host:port for Prometheus metrics (/metrics); empty: not served."""
+    tracing: bool = False
+    """Send an OpenTelemetry span per handler run (the `otel` extra; OTEL_* variables)."""
     token: str = field(default="", repr=False)
     """The executor token (`wheel tokens create --executor`) the nodes require on the stream."""
     tls: bool = False

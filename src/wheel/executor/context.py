@@ -17,7 +17,7 @@ should check `cancelled` or wait on `cancel_event`.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -45,6 +45,10 @@ class TaskContext:
     """The handler is cancelled and the attempt fails with a timeout at this instant (UTC)."""
     send_heartbeat: Callable[[], None] = field(default=lambda: None, repr=False)
     """Thread-safe: asks the executor to send a heartbeat now (set by the runner)."""
+    trace_context: Mapping[str, str] = field(default_factory=dict)
+    """W3C trace context headers (`traceparent`) of this attempt's span, to continue the
+    trace in what the handler calls: `opentelemetry.propagate.extract(ctx.trace_context)`.
+    Empty when neither the node nor the executor traces (wheel.tracing)."""
     # The event is made only for a handler that asks for it: a threading.Event (a
     # Condition and a lock) per run was a tenth of a busy executor's time.
     _event: threading.Event | None = field(default=None, init=False, repr=False)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import cast
 
+from wheel import tracing
 from wheel.executor.config import DEFAULT_HOLD
 from wheel.executor.connection import Stream
 from wheel.executor.context import TaskContext
@@ -305,6 +306,10 @@ class Executions:
             if not loop.is_closed():
                 loop.call_soon_threadsafe(self._heartbeat_now, key)
 
+        span = run.span = tracing.handler_started(
+            dispatch.execution_id, dispatch.job_id, dispatch.task_type, dispatch.attempt,
+            dispatch.fence, dispatch.traceparent,
+        )  # fmt: skip
         context = run.context = TaskContext(
             execution_id=dispatch.execution_id,
             job_id=dispatch.job_id,
@@ -316,18 +321,21 @@ class Executions:
             payload=dispatch.payload,
             deadline=dispatch.deadline,
             send_heartbeat=beat,
+            trace_context=tracing.carrier(span, dispatch.traceparent),
         )
         handler = run.task.handler
         try:
             if run.task.is_async:
                 run.started_at = now
                 call = cast(_AsyncHandler, handler)
-                run.handler = asyncio.ensure_future(call(context))
+                with tracing.current(span):  # the task copies the context it starts in
+                    run.handler = asyncio.ensure_future(call(context))
             else:
 
                 def in_thread() -> object:
                     run.started_at = self._wall()
-                    return handler(context)
+                    with tracing.current(span):
+                        return handler(context)
 
                 run.thread_job = self._threads.submit(in_thread)
                 run.handler = asyncio.wrap_future(run.thread_job)
@@ -391,6 +399,10 @@ class Executions:
             run.timer = None
         self._runs.pop(run.key, None)
         pool = self._pools[run.dispatch.pool]
+        if run.span is not None:
+            ended = report.outcome.name.lower() if report is not None else "stale"
+            tracing.handler_ended(run.span, ended, report.error if report is not None else "")
+            run.span = None
         if report is not None:
             self._outbox.add(report, run.origin)
             self.finished[report.outcome.name.lower()] += 1

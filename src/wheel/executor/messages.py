@@ -41,6 +41,8 @@ class Dispatch:
     start_at: datetime
     """Start the handler at this instant, never before it (wall clock)."""
     deadline: datetime
+    traceparent: str | None = None
+    """The node's dispatch span (W3C), when the node traces."""
 
     @property
     def key(self) -> tuple[str, int]:
@@ -99,6 +101,7 @@ def dispatch_from_proto(message: pb.Dispatch) -> Dispatch:
         scheduled_for=scheduled_for,
         start_at=start_at,
         deadline=to_datetime(message.deadline),
+        traceparent=message.traceparent or None,
     )
 
 

@@ -25,7 +25,7 @@ import asyncio
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from wheel.executor.connection import Stream
 from wheel.executor.context import TaskContext
@@ -77,6 +77,8 @@ class Run:
     thread_job: Future[object] | None = None
     timer: asyncio.TimerHandle | None = None
     """Its deadline while running; the cancel grace once stopped."""
+    span: Any = None
+    """Its `wheel.handler` span while it runs, when the executor traces (wheel.tracing)."""
 
     @property
     def key(self) -> tuple[str, int]:

@@ -21,6 +21,7 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections import Counter, defaultdict
@@ -28,6 +29,7 @@ from collections.abc import Callable, Coroutine, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from wheel import tracing
 from wheel.errors import WheelError
 from wheel.model.executions import AttemptResult, Claimed, ClaimState, Outcome
 from wheel.model.ids import ExecutionKey, PartitionId, TenantId
@@ -163,7 +165,7 @@ class Claims:
 
     async def _claim(self, batch: list[tuple[Ready, Link]]) -> None:
         config = self._config
-        began = time.perf_counter()
+        began, began_ns = time.perf_counter(), time.time_ns()
         try:
             outcome = await self._occurrences.claim_batch(
                 [item.key for item, _ in batch],
@@ -199,6 +201,9 @@ class Claims:
             item, link = by_key.pop(claimed.key)
             dispatch = self._dispatch(claimed, item, link, now, expires)
             if dispatch is not None:
+                if tracing.enabled():
+                    trace = tracing.dispatched(claimed, began_ns, began_ns + int(took * 1e9))
+                    dispatch = dataclasses.replace(dispatch, traceparent=trace)
                 outgoing[link].append(dispatch)
         for link, dispatches in outgoing.items():
             link.send(Dispatches(tuple(dispatches)))

@@ -129,6 +129,9 @@ class SchedulerConfig:
     metadata...). A shared deployment adds its private ranges; empty denies nothing."""
     http_task_concurrency: int = 256
     """HTTP tasks' requests one node has out at once (its HTTP runner's credit)."""
+    tracing: bool = False
+    """Send OpenTelemetry traces of every run (the `otel` extra; the standard OTEL_*
+    variables configure the exporter, OTLP by default)."""
 
     def etcd(self) -> EtcdSettings:
         """How to reach etcd; the password read from its file when one is named."""

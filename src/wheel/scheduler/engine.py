@@ -25,17 +25,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from wheel.model.executions import (
-    DueOccurrence,
-    ExecutionStatus,
-    Outcome,
-    Recorded,
-)
+from wheel import tracing
+from wheel.model.executions import DueOccurrence, ExecutionStatus, Outcome, Recorded
 from wheel.model.ids import ExecutionKey, PartitionId
 from wheel.scheduler.aside import Aside
 from wheel.scheduler.breaker import Breakers
@@ -330,8 +327,12 @@ class Engine:
 
     async def reap(self) -> int:
         """Expired leases of owned partitions become failed attempts (the store's rule)."""
+        began_ns = time.time_ns()
         recorded = await self._store.occurrences.reap(dict(self.owned))
         for item in recorded:
+            if tracing.enabled():
+                status, ended_ns = item.status.value, time.time_ns()
+                tracing.recorded(item.key, item.fence, "lease_expired", status, began_ns, ended_ns)
             entry = self.in_flight.get(item.key)
             held = entry is not None and entry.fence == item.fence  # not a later re-dispatch's
             link = entry.link if entry is not None and held else None

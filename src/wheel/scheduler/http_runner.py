@@ -25,6 +25,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from wheel import tracing
 from wheel.errors import WheelError
 from wheel.http_tasks.call import Caller, Request
 from wheel.model.executions import AttemptResult, Fenced, Outcome
@@ -142,6 +143,10 @@ class HttpRunner:
                     log.warning("http_task.no_secret", extra={"error": str(exc)})
                 else:
                     engine.recorder.heartbeat(link, fenced)
+                    span = tracing.handler_started(
+                        key.id, key.job_id, claimed.task_type, claimed.attempt, claimed.fence,
+                        dispatch.traceparent,
+                    )  # fmt: skip
                     request = Request(
                         url=claimed.http.url,
                         body=claimed.payload,
@@ -153,13 +158,18 @@ class HttpRunner:
                         deadline=dispatch.deadline,
                         secrets=secrets,
                         retry_client_errors=claimed.http.retry_client_errors,
+                        traceparent=tracing.carrier(span, dispatch.traceparent).get("traceparent"),
                     )
                     beating = asyncio.create_task(self._beat(link, fenced))
                     try:
                         answer = await self._caller.post(request)
+                    except asyncio.CancelledError:
+                        tracing.handler_ended(span, "cancelled", "a later attempt holds the run")
+                        raise
                     finally:
                         beating.cancel()
                     outcome, error = answer.outcome, answer.error
+                    tracing.handler_ended(span, outcome.value, error or "")
             engine.recorder.report(
                 link,
                 AttemptResult(key, claimed.fence, outcome, started_at=started,

@@ -158,6 +158,7 @@ def dispatch_to_proto(dispatch: Dispatch) -> pb.Dispatch:
         start_at=to_timestamp(dispatch.start_at),
         deadline=to_timestamp(dispatch.deadline),
         lease_until=to_timestamp(claimed.lease_until),
+        traceparent=dispatch.traceparent or "",
     )
 
 

@@ -25,6 +25,8 @@ class Dispatch:
     claimed: Claimed
     start_at: datetime
     deadline: datetime
+    traceparent: str | None = None
+    """The node's dispatch span, when it traces (wheel.tracing)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable
 
+from wheel import tracing
 from wheel.model.executions import AttemptResult, Fenced, Outcome, Recorded
 from wheel.model.ids import ExecutionKey
 from wheel.scheduler.batcher import Batcher
@@ -35,7 +36,7 @@ from wheel.scheduler.in_flight import LEASE_GRACE_S, InFlightRuns
 from wheel.scheduler.links import Link
 from wheel.scheduler.observer import EngineObserver, EngineStats
 from wheel.scheduler.outgoing import Acknowledgements, Dispatches, Refusal
-from wheel.store.occurrences import Occurrences
+from wheel.store.occurrences import Occurrences, RecordOutcome
 from wheel.timingwheel import Clock
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,22 @@ BEHIND_BATCHES = 4
 
 Report = tuple[Link | None, AttemptResult]
 """A result and the link it came on (None: the node's own, e.g. a dispatch given back)."""
+
+
+def _trace(
+    first: dict[tuple[ExecutionKey, int], Report],
+    outcome: RecordOutcome,
+    began_ns: int,
+    ended_ns: int,
+) -> None:
+    for recorded in outcome.recorded:
+        result = first[(recorded.key, recorded.fence)][1]
+        status = recorded.status.value
+        tracing.recorded(recorded.key, recorded.fence, result.outcome.value, status, began_ns,
+                         ended_ns)  # fmt: skip
+    for refused in outcome.stale:
+        result = first[(refused.key, refused.fence)][1]
+        tracing.recorded(refused.key, refused.fence, result.outcome.value, None, began_ns, ended_ns)
 
 
 class Recorder:
@@ -162,9 +179,11 @@ class Recorder:
                 later.append((sent_by, result))
             else:
                 first[slot] = (sent_by, result)
-        began = time.perf_counter()
+        began, began_ns = time.perf_counter(), time.time_ns()
         outcome = await self._occurrences.record_results([r for _, r in first.values()])
         took = time.perf_counter() - began
+        if tracing.enabled():
+            _trace(first, outcome, began_ns, began_ns + int(took * 1e9))
         self._stats.record_batches += 1
         self._stats.record_s += took
         self._observer.recorded(took, len(first))

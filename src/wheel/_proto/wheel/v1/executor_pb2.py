@@ -26,7 +26,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17wheel/v1/executor.proto\x12\x08wheel.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xff\x01\n\x0f\x45xecutorMessage\x12 \n\x05hello\x18\x01 \x01(\x0b\x32\x0f.wheel.v1.HelloH\x00\x12\"\n\x06\x63redit\x18\x02 \x01(\x0b\x32\x10.wheel.v1.CreditH\x00\x12(\n\theartbeat\x18\x03 \x01(\x0b\x32\x13.wheel.v1.HeartbeatH\x00\x12\"\n\x06result\x18\x04 \x01(\x0b\x32\x10.wheel.v1.ResultH\x00\x12$\n\x07results\x18\x05 \x01(\x0b\x32\x11.wheel.v1.ResultsH\x00\x12*\n\nheartbeats\x18\x06 \x01(\x0b\x32\x14.wheel.v1.HeartbeatsH\x00\x42\x06\n\x04\x62ody\"\xd4\x02\n\x10SchedulerMessage\x12$\n\x07welcome\x18\x01 \x01(\x0b\x32\x11.wheel.v1.WelcomeH\x00\x12&\n\x08\x64ispatch\x18\x02 \x01(\x0b\x32\x12.wheel.v1.DispatchH\x00\x12+\n\x06\x63\x61ncel\x18\x03 \x01(\x0b\x32\x19.wheel.v1.CancelExecutionH\x00\x12+\n\x0bstale_fence\x18\x04 \x01(\x0b\x32\x14.wheel.v1.StaleFenceH\x00\x12,\n\x08\x61\x63\x63\x65pted\x18\x05 \x01(\x0b\x32\x18.wheel.v1.ResultAcceptedH\x00\x12*\n\ndispatches\x18\x06 \x01(\x0b\x32\x14.wheel.v1.DispatchesH\x00\x12\x36\n\x10\x61\x63knowledgements\x18\x07 \x01(\x0b\x32\x1a.wheel.v1.AcknowledgementsH\x00\x42\x06\n\x04\x62ody\"4\n\nDispatches\x12&\n\ndispatches\x18\x01 \x03(\x0b\x32\x12.wheel.v1.Dispatch\",\n\x07Results\x12!\n\x07results\x18\x01 \x03(\x0b\x32\x10.wheel.v1.Result\"5\n\nHeartbeats\x12\'\n\nheartbeats\x18\x01 \x03(\x0b\x32\x13.wheel.v1.Heartbeat\"c\n\x10\x41\x63knowledgements\x12*\n\x08\x61\x63\x63\x65pted\x18\x01 \x03(\x0b\x32\x18.wheel.v1.ResultAccepted\x12#\n\x05stale\x18\x02 \x03(\x0b\x32\x14.wheel.v1.StaleFence\"f\n\x05Hello\x12\x13\n\x0b\x65xecutor_id\x18\x01 \x01(\t\x12\r\n\x05pools\x18\x02 \x03(\t\x12\x12\n\ntask_types\x18\x03 \x03(\t\x12\x10\n\x08\x63\x61pacity\x18\x04 \x01(\r\x12\x13\n\x0binstance_id\x18\x05 \x01(\t\"9\n\x07Welcome\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x1d\n\x15heartbeat_interval_ms\x18\x02 \x01(\r\"%\n\x06\x43redit\x12\x0c\n\x04pool\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\r\"\xc2\x02\n\x08\x44ispatch\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x11\n\ttask_type\x18\x03 \x01(\t\x12\x0c\n\x04pool\x18\x04 \x01(\t\x12\x0f\n\x07payload\x18\x05 \x01(\x0c\x12\x0f\n\x07\x61ttempt\x18\x06 \x01(\r\x12\r\n\x05\x66\x65nce\x18\x07 \x01(\x04\x12\x31\n\rscheduled_for\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08start_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x64\x65\x61\x64line\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0blease_until\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"0\n\tHeartbeat\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\"\xb0\x02\n\x06Result\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\x12)\n\x07outcome\x18\x03 \x01(\x0e\x32\x18.wheel.v1.Result.Outcome\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12.\n\nstarted_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"f\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x15\n\x11OUTCOME_SUCCEEDED\x10\x01\x12\x12\n\x0eOUTCOME_FAILED\x10\x02\x12\x17\n\x13OUTCOME_NOT_STARTED\x10\x03\"F\n\x0f\x43\x61ncelExecution\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\x12\x0e\n\x06reason\x18\x03 \x01(\t\"X\n\nStaleFence\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\x12\x15\n\rcurrent_fence\x18\x03 \x01(\x04\x12\x0e\n\x06reason\x18\x04 \x01(\t\"5\n\x0eResultAccepted\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\"\x15\n\x13WatchClusterRequest\"/\n\x0b\x43lusterNode\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\"V\n\nClusterMap\x12$\n\x05nodes\x18\x01 \x03(\x0b\x32\x15.wheel.v1.ClusterNode\x12\x12\n\npartitions\x18\x02 \x01(\r\x12\x0e\n\x06owners\x18\x03 \x03(\t2\x9d\x01\n\x0e\x45xecutorStream\x12\x44\n\x07\x43onnect\x12\x19.wheel.v1.ExecutorMessage\x1a\x1a.wheel.v1.SchedulerMessage(\x01\x30\x01\x12\x45\n\x0cWatchCluster\x12\x1d.wheel.v1.WatchClusterRequest\x1a\x14.wheel.v1.ClusterMap0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17wheel/v1/executor.proto\x12\x08wheel.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xff\x01\n\x0f\x45xecutorMessage\x12 \n\x05hello\x18\x01 \x01(\x0b\x32\x0f.wheel.v1.HelloH\x00\x12\"\n\x06\x63redit\x18\x02 \x01(\x0b\x32\x10.wheel.v1.CreditH\x00\x12(\n\theartbeat\x18\x03 \x01(\x0b\x32\x13.wheel.v1.HeartbeatH\x00\x12\"\n\x06result\x18\x04 \x01(\x0b\x32\x10.wheel.v1.ResultH\x00\x12$\n\x07results\x18\x05 \x01(\x0b\x32\x11.wheel.v1.ResultsH\x00\x12*\n\nheartbeats\x18\x06 \x01(\x0b\x32\x14.wheel.v1.HeartbeatsH\x00\x42\x06\n\x04\x62ody\"\xd4\x02\n\x10SchedulerMessage\x12$\n\x07welcome\x18\x01 \x01(\x0b\x32\x11.wheel.v1.WelcomeH\x00\x12&\n\x08\x64ispatch\x18\x02 \x01(\x0b\x32\x12.wheel.v1.DispatchH\x00\x12+\n\x06\x63\x61ncel\x18\x03 \x01(\x0b\x32\x19.wheel.v1.CancelExecutionH\x00\x12+\n\x0bstale_fence\x18\x04 \x01(\x0b\x32\x14.wheel.v1.StaleFenceH\x00\x12,\n\x08\x61\x63\x63\x65pted\x18\x05 \x01(\x0b\x32\x18.wheel.v1.ResultAcceptedH\x00\x12*\n\ndispatches\x18\x06 \x01(\x0b\x32\x14.wheel.v1.DispatchesH\x00\x12\x36\n\x10\x61\x63knowledgements\x18\x07 \x01(\x0b\x32\x1a.wheel.v1.AcknowledgementsH\x00\x42\x06\n\x04\x62ody\"4\n\nDispatches\x12&\n\ndispatches\x18\x01 \x03(\x0b\x32\x12.wheel.v1.Dispatch\",\n\x07Results\x12!\n\x07results\x18\x01 \x03(\x0b\x32\x10.wheel.v1.Result\"5\n\nHeartbeats\x12\'\n\nheartbeats\x18\x01 \x03(\x0b\x32\x13.wheel.v1.Heartbeat\"c\n\x10\x41\x63knowledgements\x12*\n\x08\x61\x63\x63\x65pted\x18\x01 \x03(\x0b\x32\x18.wheel.v1.ResultAccepted\x12#\n\x05stale\x18\x02 \x03(\x0b\x32\x14.wheel.v1.StaleFence\"f\n\x05Hello\x12\x13\n\x0b\x65xecutor_id\x18\x01 \x01(\t\x12\r\n\x05pools\x18\x02 \x03(\t\x12\x12\n\ntask_types\x18\x03 \x03(\t\x12\x10\n\x08\x63\x61pacity\x18\x04 \x01(\r\x12\x13\n\x0binstance_id\x18\x05 \x01(\t\"9\n\x07Welcome\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x1d\n\x15heartbeat_interval_ms\x18\x02 \x01(\r\"%\n\x06\x43redit\x12\x0c\n\x04pool\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\r\"\xd7\x02\n\x08\x44ispatch\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x11\n\ttask_type\x18\x03 \x01(\t\x12\x0c\n\x04pool\x18\x04 \x01(\t\x12\x0f\n\x07payload\x18\x05 \x01(\x0c\x12\x0f\n\x07\x61ttempt\x18\x06 \x01(\r\x12\r\n\x05\x66\x65nce\x18\x07 \x01(\x04\x12\x31\n\rscheduled_for\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08start_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x64\x65\x61\x64line\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0blease_until\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0btraceparent\x18\x0c \x01(\t\"0\n\tHeartbeat\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\"\xb0\x02\n\x06Result\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\x12)\n\x07outcome\x18\x03 \x01(\x0e\x32\x18.wheel.v1.Result.Outcome\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12.\n\nstarted_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"f\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x15\n\x11OUTCOME_SUCCEEDED\x10\x01\x12\x12\n\x0eOUTCOME_FAILED\x10\x02\x12\x17\n\x13OUTCOME_NOT_STARTED\x10\x03\"F\n\x0f\x43\x61ncelExecution\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\x12\x0e\n\x06reason\x18\x03 \x01(\t\"X\n\nStaleFence\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\x12\x15\n\rcurrent_fence\x18\x03 \x01(\x04\x12\x0e\n\x06reason\x18\x04 \x01(\t\"5\n\x0eResultAccepted\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\"\x15\n\x13WatchClusterRequest\"/\n\x0b\x43lusterNode\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\"V\n\nClusterMap\x12$\n\x05nodes\x18\x01 \x03(\x0b\x32\x15.wheel.v1.ClusterNode\x12\x12\n\npartitions\x18\x02 \x01(\r\x12\x0e\n\x06owners\x18\x03 \x03(\t2\x9d\x01\n\x0e\x45xecutorStream\x12\x44\n\x07\x43onnect\x12\x19.wheel.v1.ExecutorMessage\x1a\x1a.wheel.v1.SchedulerMessage(\x01\x30\x01\x12\x45\n\x0cWatchCluster\x12\x1d.wheel.v1.WatchClusterRequest\x1a\x14.wheel.v1.ClusterMap0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -52,25 +52,25 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CREDIT']._serialized_start=1090
   _globals['_CREDIT']._serialized_end=1127
   _globals['_DISPATCH']._serialized_start=1130
-  _globals['_DISPATCH']._serialized_end=1452
-  _globals['_HEARTBEAT']._serialized_start=1454
-  _globals['_HEARTBEAT']._serialized_end=1502
-  _globals['_RESULT']._serialized_start=1505
-  _globals['_RESULT']._serialized_end=1809
-  _globals['_RESULT_OUTCOME']._serialized_start=1707
-  _globals['_RESULT_OUTCOME']._serialized_end=1809
-  _globals['_CANCELEXECUTION']._serialized_start=1811
-  _globals['_CANCELEXECUTION']._serialized_end=1881
-  _globals['_STALEFENCE']._serialized_start=1883
-  _globals['_STALEFENCE']._serialized_end=1971
-  _globals['_RESULTACCEPTED']._serialized_start=1973
-  _globals['_RESULTACCEPTED']._serialized_end=2026
-  _globals['_WATCHCLUSTERREQUEST']._serialized_start=2028
-  _globals['_WATCHCLUSTERREQUEST']._serialized_end=2049
-  _globals['_CLUSTERNODE']._serialized_start=2051
-  _globals['_CLUSTERNODE']._serialized_end=2098
-  _globals['_CLUSTERMAP']._serialized_start=2100
-  _globals['_CLUSTERMAP']._serialized_end=2186
-  _globals['_EXECUTORSTREAM']._serialized_start=2189
-  _globals['_EXECUTORSTREAM']._serialized_end=2346
+  _globals['_DISPATCH']._serialized_end=1473
+  _globals['_HEARTBEAT']._serialized_start=1475
+  _globals['_HEARTBEAT']._serialized_end=1523
+  _globals['_RESULT']._serialized_start=1526
+  _globals['_RESULT']._serialized_end=1830
+  _globals['_RESULT_OUTCOME']._serialized_start=1728
+  _globals['_RESULT_OUTCOME']._serialized_end=1830
+  _globals['_CANCELEXECUTION']._serialized_start=1832
+  _globals['_CANCELEXECUTION']._serialized_end=1902
+  _globals['_STALEFENCE']._serialized_start=1904
+  _globals['_STALEFENCE']._serialized_end=1992
+  _globals['_RESULTACCEPTED']._serialized_start=1994
+  _globals['_RESULTACCEPTED']._serialized_end=2047
+  _globals['_WATCHCLUSTERREQUEST']._serialized_start=2049
+  _globals['_WATCHCLUSTERREQUEST']._serialized_end=2070
+  _globals['_CLUSTERNODE']._serialized_start=2072
+  _globals['_CLUSTERNODE']._serialized_end=2119
+  _globals['_CLUSTERMAP']._serialized_start=2121
+  _globals['_CLUSTERMAP']._serialized_end=2207
+  _globals['_EXECUTORSTREAM']._serialized_start=2210
+  _globals['_EXECUTORSTREAM']._serialized_end=2367
 # @@protoc_insertion_point(module_scope)

@@ -102,7 +102,7 @@ class Credit(_message.Message):
     def __init__(self, pool: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
 class Dispatch(_message.Message):
-    __slots__ = ("execution_id", "job_id", "task_type", "pool", "payload", "attempt", "fence", "scheduled_for", "start_at", "deadline", "lease_until")
+    __slots__ = ("execution_id", "job_id", "task_type", "pool", "payload", "attempt", "fence", "scheduled_for", "start_at", "deadline", "lease_until", "traceparent")
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -114,6 +114,7 @@ class Dispatch(_message.Message):
     START_AT_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_FIELD_NUMBER: _ClassVar[int]
     LEASE_UNTIL_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
     execution_id: str
     job_id: str
     task_type: str
@@ -125,7 +126,8 @@ class Dispatch(_message.Message):
     start_at: _timestamp_pb2.Timestamp
     deadline: _timestamp_pb2.Timestamp
     lease_until: _timestamp_pb2.Timestamp
-    def __init__(self, execution_id: _Optional[str] = ..., job_id: _Optional[str] = ..., task_type: _Optional[str] = ..., pool: _Optional[str] = ..., payload: _Optional[bytes] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lease_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    traceparent: str
+    def __init__(self, execution_id: _Optional[str] = ..., job_id: _Optional[str] = ..., task_type: _Optional[str] = ..., pool: _Optional[str] = ..., payload: _Optional[bytes] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., start_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deadline: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., lease_until: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., traceparent: _Optional[str] = ...) -> None: ...
 
 class Heartbeat(_message.Message):
     __slots__ = ("execution_id", "fence")

@@ -1,0 +1,250 @@
+"""OpenTelemetry traces of runs, from fire to result: off by default, and free when off.
+
+    pip install 'wheel-scheduler[otel]'
+    wheel scheduler --tracing ...    # or WHEEL_TRACING=1; likewise wheel executor
+    # the exporter follows the standard OTEL_* variables (OTEL_EXPORTER_OTLP_ENDPOINT, ...)
+
+Each attempt of a run is a `wheel.attempt` span on the node that claimed it,
+with children `wheel.claim` (the claim statement), `wheel.dispatch` (the
+hand-over to an executor, or the node's HTTP runner) and `wheel.record` (the
+statement that recorded the result); the executor's `wheel.handler` span is
+a child of the dispatch, its context passed in the dispatch as a W3C
+`traceparent` (and on to HTTP tasks' requests, and to handlers as
+`ctx.trace_context`). Every span carries the execution id, job, tenant,
+attempt and fence.
+
+All attempts of one run share one trace: its id is the first 128 bits of
+SHA-256 of the execution id, so any node (and anyone holding the execution
+id) finds the same trace. With tracing off no OpenTelemetry module is
+imported and every hook is one test of a module global.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from wheel.errors import ConfigError
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.trace import Span, Tracer
+
+    from wheel.model.executions import Claimed
+    from wheel.model.ids import ExecutionKey
+
+_tracer: Tracer | None = None
+_open: OrderedDict[tuple[str, int], Span] = OrderedDict()
+"""The node's attempts between dispatch and record, oldest first."""
+MAX_OPEN = 100_000
+"""Attempts whose result never reaches this node (its partition moved) are ended here."""
+INSTRUMENTATION = "wheel"
+
+
+def enable(service_name: str, provider: TracerProvider | None = None) -> None:
+    """Trace from now on, into `provider` (default: an OTLP exporter set by OTEL_* variables)."""
+    global _tracer
+    if provider is None:
+        try:
+            provider = _otlp_provider(service_name)
+        except ImportError:
+            raise ConfigError(
+                "tracing", "needs the otel extra: pip install 'wheel-scheduler[otel]'"
+            ) from None
+    _tracer = provider.get_tracer(INSTRUMENTATION)
+
+
+def disable() -> None:
+    global _tracer
+    _tracer = None
+    _open.clear()
+
+
+def enabled() -> bool:
+    return _tracer is not None
+
+
+def _otlp_provider(service_name: str) -> TracerProvider:
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service_name}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    return provider
+
+
+def trace_id_of(execution_id: str) -> int:
+    """The trace every attempt of this run belongs to."""
+    return int.from_bytes(hashlib.sha256(execution_id.encode()).digest()[:16], "big")
+
+
+def _run_context(execution_id: str) -> Any:
+    """A parent context in the run's trace (its span id, like the trace id, from the id)."""
+    from opentelemetry import trace
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    digest = hashlib.sha256(execution_id.encode()).digest()
+    parent = SpanContext(
+        trace_id=int.from_bytes(digest[:16], "big"),
+        span_id=int.from_bytes(digest[16:24], "big") or 1,
+        is_remote=True,
+        trace_flags=TraceFlags(TraceFlags.SAMPLED),
+    )
+    return trace.set_span_in_context(NonRecordingSpan(parent))
+
+
+def _attributes(execution_id: str, job_id: object, attempt: int, fence: int) -> dict[str, Any]:
+    return {
+        "wheel.execution.id": execution_id,
+        "wheel.job.id": str(job_id),
+        "wheel.attempt": attempt,
+        "wheel.fence": fence,
+    }
+
+
+def traceparent(span: Span) -> str:
+    context = span.get_span_context()
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+
+# -- the node --------------------------------------------------------------------------------
+
+
+def dispatched(claimed: Claimed, claim_began_ns: int, claim_ended_ns: int) -> str | None:
+    """A claimed attempt leaves for its executor: its spans so far, and the traceparent
+    the executor continues from (None when tracing is off)."""
+    tracer = _tracer
+    if tracer is None:
+        return None
+    from opentelemetry import trace
+
+    key = claimed.key
+    attributes = {
+        **_attributes(key.id, key.job_id, claimed.attempt, claimed.fence),
+        "wheel.tenant.id": str(claimed.tenant_id),
+        "wheel.task_type": claimed.task_type,
+        "wheel.partition": claimed.partition,
+    }
+    attempt = tracer.start_span(
+        "wheel.attempt", _run_context(key.id), attributes=attributes, start_time=claim_began_ns
+    )
+    inside = trace.set_span_in_context(attempt)
+    tracer.start_span("wheel.claim", inside, attributes=attributes, start_time=claim_began_ns).end(
+        claim_ended_ns
+    )
+    now = time.time_ns()
+    dispatch = tracer.start_span("wheel.dispatch", inside, attributes=attributes, start_time=now)
+    dispatch.end(now)
+    _open[(key.id, claimed.fence)] = attempt
+    while len(_open) > MAX_OPEN:
+        _, oldest = _open.popitem(last=False)
+        oldest.set_attribute("wheel.outcome", "unknown")
+        oldest.end()
+    return traceparent(dispatch)
+
+
+def recorded(
+    key: ExecutionKey,
+    fence: int,
+    outcome: str,
+    status: str | None,
+    began_ns: int,
+    ended_ns: int,
+) -> None:
+    """The attempt's result was recorded (or refused as stale: `status` None)."""
+    tracer = _tracer
+    if tracer is None:
+        return
+    attempt = _open.pop((key.id, fence), None)
+    if attempt is None:
+        return
+    from opentelemetry import trace
+    from opentelemetry.trace import Status, StatusCode
+
+    record = tracer.start_span(
+        "wheel.record", trace.set_span_in_context(attempt), start_time=began_ns,
+        attributes={"wheel.outcome": outcome, "wheel.status": status or "stale"},
+    )  # fmt: skip
+    record.end(ended_ns)
+    attempt.set_attribute("wheel.outcome", outcome)
+    attempt.set_attribute("wheel.status", status or "stale")
+    if outcome != "succeeded":
+        attempt.set_status(Status(StatusCode.ERROR, f"{outcome}, then {status or 'stale'}"))
+    attempt.end(ended_ns)
+
+
+# -- the executor ----------------------------------------------------------------------------
+
+
+def handler_started(
+    execution_id: str,
+    job_id: object,
+    task_type: str,
+    attempt: int,
+    fence: int,
+    parent: str | None,
+) -> Span | None:
+    """The handler's span, a child of the dispatch's `parent` traceparent (None when off)."""
+    tracer = _tracer
+    if tracer is None:
+        return None
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    context = (
+        TraceContextTextMapPropagator().extract({"traceparent": parent})
+        if parent
+        else _run_context(execution_id)
+    )
+    attributes = {**_attributes(execution_id, job_id, attempt, fence), "wheel.task_type": task_type}
+    return tracer.start_span("wheel.handler", context, attributes=attributes)
+
+
+def handler_ended(span: Span | None, outcome: str, error: str) -> None:
+    if span is None:
+        return
+    from opentelemetry.trace import Status, StatusCode
+
+    span.set_attribute("wheel.outcome", outcome)
+    if outcome != "succeeded":
+        span.set_status(Status(StatusCode.ERROR, error[:200] or outcome))
+    span.end()
+
+
+def carrier(span: Span | None, parent: str | None) -> Mapping[str, str]:
+    """What a handler gets as `ctx.trace_context`: W3C headers of its span (or the node's)."""
+    if span is not None:
+        return {"traceparent": traceparent(span)}
+    return {"traceparent": parent} if parent else {}
+
+
+@contextlib.contextmanager
+def current(span: Span | None) -> Iterator[None]:
+    """Inside, `span` is the current span: a handler's own spans and logs nest under it."""
+    if span is None:
+        yield
+        return
+    from opentelemetry import context, trace
+
+    token = context.attach(trace.set_span_in_context(span))
+    try:
+        yield
+    finally:
+        context.detach(token)
+
+
+def log_fields() -> dict[str, str]:
+    """The current span's trace and span ids, for a log line (nothing when off or outside)."""
+    if _tracer is None:
+        return {}
+    from opentelemetry import trace
+
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return {}
+    return {"trace_id": f"{context.trace_id:032x}", "span_id": f"{context.span_id:016x}"}
