@@ -21,7 +21,9 @@ import pytest
 
 from tests.e2e.cluster import FAST, Cluster
 from tests.integration.coordinator.secured_etcd import PASSWORD, secured_etcd
+from tests.integration.notify.receiver import HANG, Receiver
 from wheel.api.server.registration import register_job, register_jobs
+from wheel.model.http_tasks import HttpTask
 from wheel.model.ids import ExecutionKey, TenantId
 from wheel.model.jobs import Job, JobSpec, Policies, Schedule, ScheduleKind
 from wheel.store import Store
@@ -326,3 +328,43 @@ async def test_processes_run_work_through_an_etcd_with_tls_and_a_password(
         instants = [start + timedelta(milliseconds=100 * n) for n in range(20)]
         created = await jobs(store, tenant, "noop", instants)
         await settle(cluster, [j.id for j in created], "succeeded")
+
+
+async def test_an_http_task_outlives_a_frozen_node_and_its_stale_attempt_is_refused(
+    cluster: Cluster, store: Store
+) -> None:
+    """Node processes POST an HTTP task to a local server; the node holding attempt 1 is
+    frozen mid-request, the other node retries it once the lease runs out, and when the
+    frozen one wakes its attempt is refused as stale and never recorded."""
+    await up(cluster, nodes=2, executors=0)
+    tenant = (await store.tenants.create("acme")).id
+    async with Receiver.running(answers=[HANG, 200]) as receiver:
+        target = HttpTask(receiver.url)
+        spec = JobSpec(name="post", task_type=target.task_type, payload=b'{"n": 1}', http=target,
+                       schedule=Schedule(kind=ScheduleKind.AT, at=whole_second(2)),
+                       policies=Policies(timeout=timedelta(minutes=2),
+                                         backoff_base=timedelta(milliseconds=100)))  # fmt: skip
+        job = (await register_job(store, tenant, spec, partitions=PARTITIONS)).job
+        (first,) = await receiver.received(1, within=30)
+        holder = cluster.query("SELECT executor_id FROM executions WHERE job_id = %s", job.id)
+        frozen = str(holder[0][0]).removeprefix("http@")
+        cluster.nodes[frozen].signal(signal.SIGSTOP)
+        await settle(cluster, [job.id], "succeeded", within=60)
+        cluster.nodes[frozen].signal(signal.SIGCONT)
+
+        def refused() -> bool:
+            return any(e.get("event") == "http_task.stale" and e.get("cancelled")
+                       for e in cluster.nodes[frozen].events())  # fmt: skip
+
+        await cluster.wait_until(refused, within=30)
+        second = receiver.requests[1]
+        assert len(receiver.requests) == 2
+    assert first.headers["Idempotency-Key"] == second.headers["Idempotency-Key"]
+    assert int(second.headers["Wheel-Fence"]) > int(first.headers["Wheel-Fence"])
+    rows = cluster.query(
+        "SELECT number, executor_id, outcome::text FROM attempts WHERE job_id = %s ORDER BY 1",
+        job.id,
+    )
+    assert [(r[1] == f"http@{frozen}", r[2]) for r in rows] == [
+        (True, "lease_expired"), (False, "succeeded"),
+    ]  # fmt: skip

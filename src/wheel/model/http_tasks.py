@@ -22,6 +22,9 @@ from wheel.model.urls import check_webhook_url
 RESERVED_PREFIX = "wheel."
 """Task types starting with this are wheel's own: no job names one, no executor serves one."""
 HTTP_TASK_PREFIX = "wheel.http:"
+HTTP_POOL = "wheel.http"
+"""Where the node queues HTTP tasks' due runs, whatever pool their job names: they wait
+for the node's HTTP runner's credit, never for an executor's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,3 +50,8 @@ class HttpTask:
 
 def is_http_task_type(task_type: str) -> bool:
     return task_type.startswith(HTTP_TASK_PREFIX)
+
+
+def route_pool(pool: str, task_type: str) -> str:
+    """The pool a due run waits in on the node: HTTP_POOL for an HTTP task, else its own."""
+    return HTTP_POOL if task_type.startswith(HTTP_TASK_PREFIX) else pool

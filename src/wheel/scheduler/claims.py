@@ -32,6 +32,7 @@ from typing import Any
 from wheel import tracing
 from wheel.errors import WheelError
 from wheel.model.executions import AttemptResult, Claimed, ClaimState, Outcome
+from wheel.model.http_tasks import route_pool
 from wheel.model.ids import ExecutionKey, PartitionId, TenantId
 from wheel.scheduler.aside import Aside
 from wheel.scheduler.breaker import Breakers
@@ -253,10 +254,11 @@ class Claims:
         key = item.key  # the loaded key: its id is already made
         self._forget(key)
         # The job may have been edited since it was loaded: route by what was claimed.
-        item.pool, item.task_type, item.priority = claimed.pool, claimed.task_type, claimed.priority
+        item.pool = route_pool(claimed.pool, claimed.task_type)
+        item.task_type, item.priority = claimed.task_type, claimed.priority
         self._in_flight.add(key, InFlight(item, claimed.fence, link, expires_s))
         self._stats.claimed += 1
-        if not link.open or not link.serves(claimed.pool, claimed.task_type):
+        if not link.open or not link.serves(item.pool, claimed.task_type):
             # The executor went away between credit and claim, or the job now names a
             # task type it does not run: give the attempt back (the node's own report).
             self._stats.not_started += 1

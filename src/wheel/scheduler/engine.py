@@ -33,6 +33,7 @@ from typing import Any
 
 from wheel import tracing
 from wheel.model.executions import DueOccurrence, ExecutionStatus, Outcome, Recorded
+from wheel.model.http_tasks import route_pool
 from wheel.model.ids import ExecutionKey, PartitionId
 from wheel.scheduler.aside import Aside
 from wheel.scheduler.breaker import Breakers
@@ -182,8 +183,9 @@ class Engine:
                 continue
             fire_at_ms = epoch_ms(occurrence.fire_at)
             ready = Ready(
-                key, occurrence.partition, occurrence.tenant_id, occurrence.pool,
-                occurrence.task_type, occurrence.priority, occurrence.overlap, fire_at_ms,
+                key, occurrence.partition, occurrence.tenant_id,
+                route_pool(occurrence.pool, occurrence.task_type), occurrence.task_type,
+                occurrence.priority, occurrence.overlap, fire_at_ms,
             )  # fmt: skip
             self.known[key] = ready
             self._by_partition[occurrence.partition].add(key)

@@ -29,11 +29,12 @@ from wheel import tracing
 from wheel.errors import WheelError
 from wheel.http_tasks.call import Caller, Request
 from wheel.model.executions import AttemptResult, Fenced, Outcome
+from wheel.model.http_tasks import HTTP_POOL
 from wheel.model.ids import TenantId
 from wheel.notify.egress import EgressPolicy
 from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.engine import Engine
-from wheel.scheduler.links import ANY_POOL, Link
+from wheel.scheduler.links import Link
 from wheel.scheduler.messages import Hello
 from wheel.scheduler.outgoing import Acknowledgements, Dispatch, Dispatches, Refusal
 from wheel.store.webhooks import Webhooks
@@ -69,14 +70,14 @@ class HttpRunner:
         config = self._config
         hello = Hello(
             executor_id=f"http@{config.node_id}",
-            pools=(),
+            pools=(HTTP_POOL,),
             task_types=(),
             capacity=config.http_task_concurrency,
             instance_id=uuid.uuid4().hex,
         )
         links = self._engine.links
         self.link = links.connect(hello, _NO_TOKEN, http_runner=True)
-        links.grant(self.link, ANY_POOL, config.http_task_concurrency)
+        links.grant(self.link, HTTP_POOL, config.http_task_concurrency)
         self._drain = asyncio.create_task(self._read(self.link), name="http tasks")
         return self
 
@@ -176,7 +177,7 @@ class HttpRunner:
                               finished_at=engine.now(), error=error),
             )  # fmt: skip
         finally:
-            self._engine.links.grant(link, ANY_POOL, 1)
+            self._engine.links.grant(link, HTTP_POOL, 1)
 
     async def _beat(self, link: Link, fenced: Fenced) -> None:
         while True:

@@ -13,8 +13,9 @@ another process (another instance id) is refused; the same process
 reconnecting replaces its old link.
 
 The node's own HTTP task runner (`scheduler.http_runner`) is a link too, with
-no stream: it serves HTTP task types, which no executor serves, in every
-pool, from one credit shared by all of them.
+no stream: it serves HTTP task types, which no executor serves, and its
+credit is in HTTP_POOL, where the node queues every HTTP task's runs. It is
+not an executor: iterating the links leaves it out.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ class Link:
     more dispatches until it says anything again."""
     connected_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     http_runner: bool = False
-    """The node's HTTP task runner: every pool, HTTP task types only, one credit for all."""
+    """The node's HTTP task runner: HTTP task types only, credit in HTTP_POOL."""
 
     @property
     def executor_id(self) -> str:
@@ -84,10 +85,6 @@ class Link:
             not self.hello.task_types or task_type in self.hello.task_types
         )
 
-    def slot(self, pool: str) -> str:
-        """The credit a dispatch of `pool` uses: the pool's, or the runner's one for all."""
-        return ANY_POOL if self.http_runner else pool
-
     def send(self, message: Outgoing) -> None:
         if self.open:
             self.outbox.put_nowait(message)
@@ -97,10 +94,6 @@ class Link:
             self.open = False
             self.ended_because = because
             self.outbox.put_nowait(None)
-
-
-ANY_POOL = "*"
-"""The HTTP runner's credit slot: it is not a pool name (pools are checked names)."""
 
 
 class Links:
@@ -141,12 +134,11 @@ class Links:
 
     def grant(self, link: Link, pool: str, count: int) -> None:
         if link.serial in self._links:
-            slot = link.slot(pool)
-            link.credits[slot] = link.credits.get(slot, 0) + count
+            link.credits[pool] = link.credits.get(pool, 0) + count
             self.changed.set()
 
     def credit(self, pool: str) -> int:
-        return sum(link.credits.get(link.slot(pool), 0) for link in self._links.values())
+        return sum(link.credits.get(pool, 0) for link in self._links.values())
 
     def take(self, pool: str, task_type: str) -> Link | None:
         """A link with credit for the pool that serves the task type, spreading dispatches
@@ -154,14 +146,14 @@ class Links:
         candidates = [
             link
             for link in self._links.values()
-            if link.credits.get(link.slot(pool), 0) > 0
+            if link.credits.get(pool, 0) > 0
             and link.serves(pool, task_type)
             and not link.unresponsive
         ]
         if not candidates:
             return None
         link = candidates[next(self._turn) % len(candidates)]
-        link.credits[link.slot(pool)] -= 1
+        link.credits[pool] -= 1
         return link
 
     def heard(self, link: Link) -> None:
@@ -181,11 +173,17 @@ class Links:
     def get(self, serial: int) -> Link | None:
         return self._links.get(serial)
 
+    @property
+    def http_runner(self) -> Link | None:
+        """The node's HTTP task runner's link, while it runs."""
+        return next((link for link in self._links.values() if link.http_runner), None)
+
     def __iter__(self) -> Iterator[Link]:
-        return iter(list(self._links.values()))
+        """The executors' links (not the node's HTTP runner)."""
+        return iter([link for link in self._links.values() if not link.http_runner])
 
     def __len__(self) -> int:
-        return len(self._links)
+        return sum(1 for link in self._links.values() if not link.http_runner)
 
     def close_all(self) -> None:
         for link in list(self._links.values()):

@@ -16,9 +16,8 @@ from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout, encode
 from wheel.coordinator.session import Session
 from wheel.errors import CoordinatorError
-from wheel.model.http_tasks import HTTP_TASK_PREFIX
+from wheel.model.http_tasks import HTTP_POOL
 from wheel.scheduler.engine import Engine
-from wheel.scheduler.links import ANY_POOL
 
 
 class Publisher:
@@ -41,21 +40,25 @@ class Publisher:
     async def links(self, engine: Engine, session: Session | None) -> None:
         executors = {
             link.executor_id: {
-                # The HTTP runner serves every pool and every HTTP task type.
-                "pools": [ANY_POOL] if link.http_runner else list(link.pools),
-                "task_types": [f"{HTTP_TASK_PREFIX}*"]
-                if link.http_runner
-                else list(link.task_types),
+                "pools": list(link.pools),
+                "task_types": list(link.task_types),
                 "capacity": link.capacity,
                 "credit": dict(sorted(link.credits.items())),
                 "since": link.connected_at.isoformat(timespec="seconds"),
                 "in_flight": engine.in_flight.by_link.get(link.serial, 0),
-                **({"http_runner": True} if link.http_runner else {}),
             }
             for link in sorted(engine.links, key=lambda link: link.executor_id)
         }
         snapshot = engine.snapshot()
-        document = {"executors": executors, "ready": snapshot.ready, "unserved": snapshot.unserved}
+        document: dict[str, object] = {
+            "executors": executors, "ready": snapshot.ready, "unserved": snapshot.unserved,
+        }  # fmt: skip
+        runner = engine.links.http_runner
+        if runner is not None:  # this node runs HTTP tasks (every node does)
+            document["http_runner"] = {
+                "credit": runner.credits.get(HTTP_POOL, 0),
+                "in_flight": engine.in_flight.by_link.get(runner.serial, 0),
+            }
         await self._publish(f"{self._layout.links}{self._node_id}", document, session)
 
     async def _publish(

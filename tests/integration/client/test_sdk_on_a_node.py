@@ -222,7 +222,7 @@ async def test_the_cli_creates_the_jobs_of_a_file(
         ('{"name": "x", "task": "t", "at": "yesterday"}', "line 1: at:"),
         ('{"name": "x", "task": "t", "now": true}\n[1]', "line 2: each line must be a JSON object"),
         ('{"name": "x", "tsak": "t", "now": true}', "line 1: 'tsak' is not a job option"),
-        ('{"name": "x", "now": true}', "line 1: 'task' is required"),
+        ('{"name": "x", "now": true}', "line 1: 'task' (or 'http', a URL) is required"),
         ('{"name": "x", "task": "t"}', "line 1: give a schedule"),
         ("", "no jobs in the file"),
     ):

@@ -5,22 +5,22 @@ from __future__ import annotations
 from wheel.api.server.served import ExecutorOnNode, Served
 
 
-def executor(executor_id: str, task_types: tuple[str, ...], **kw: object) -> ExecutorOnNode:
+def executor(executor_id: str, task_types: tuple[str, ...]) -> ExecutorOnNode:
     return ExecutorOnNode(
-        node_id="node-a", executor_id=executor_id, pools=kw.pop("pools", ("default",)),  # type: ignore[arg-type]
-        task_types=task_types, capacity=4, credit={}, since="", **kw,  # type: ignore[arg-type]
+        node_id="node-a", executor_id=executor_id, pools=("default",), task_types=task_types,
+        capacity=4, credit={}, since="",
     )  # fmt: skip
 
 
-def test_http_tasks_are_served_by_a_nodes_runner_and_by_no_executor() -> None:
+def test_http_tasks_are_served_by_the_nodes_runners_and_by_no_executor() -> None:
     task = "wheel.http:hooks.example.com"
     anything = Served((executor("tool", ()),))
     assert anything.serves("default", "report")
     assert not anything.serves("default", task)
     assert anything.unserved("default", task) is not None
-    both = Served((executor("tool", ()), executor("http@node-a", ("wheel.http:*",),
-                                                  pools=("*",), http_runner=True)))  # fmt: skip
-    assert both.serves("batch", task)
-    assert both.unserved("batch", task) is None
-    assert both.serves("default", "report")
-    assert not both.executors[1].serves("default", "report")
+    with_runners = Served((executor("tool", ()),), http_runners=frozenset({"node-a"}))
+    assert with_runners.serves("batch", task)
+    assert with_runners.serves("batch", task, "node-a")
+    assert not with_runners.serves("batch", task, "node-b")
+    assert with_runners.unserved("batch", task) is None
+    assert with_runners.unserved("default", "report") is None

@@ -8,6 +8,7 @@ import pytest
 
 from tests.unit.scheduler.helpers import TOKEN, hello
 from wheel.errors import Conflict
+from wheel.model.http_tasks import HTTP_POOL, route_pool
 from wheel.scheduler.links import Links
 
 
@@ -48,21 +49,27 @@ def test_an_unresponsive_executor_gets_nothing_until_it_speaks() -> None:
     assert frozen in {links.take("default", "report") for _ in range(4)}
 
 
-def test_http_tasks_go_to_the_nodes_runner_in_every_pool_from_one_credit() -> None:
+def test_http_tasks_go_to_the_nodes_runner_which_is_no_executor() -> None:
     links = Links()
     anything = links.connect(hello("tool", ()), TOKEN)  # no task types: takes any other
     runner = links.connect(hello("http@node-a", ()), TOKEN, http_runner=True)
     links.grant(anything, "default", 5)
-    links.grant(runner, "*", 2)
+    links.grant(runner, HTTP_POOL, 2)
     task = "wheel.http:hooks.example.com"
-    assert links.serves("batch", task)
+    assert links.serves(HTTP_POOL, task)
     assert not anything.serves("default", task), "an executor never gets an HTTP task"
     assert not runner.serves("default", "report"), "the runner runs HTTP tasks only"
-    assert links.credit("batch") == 2
-    assert links.credit("default") == 5 + 2
-    assert links.take("default", task) is runner
-    assert links.take("batch", task) is runner
-    assert links.take("reports", task) is None, "the shared credit is spent"
+    assert links.credit("default") == 5, "the runner's credit is its own pool's"
+    assert links.credit(HTTP_POOL) == 2
+    assert links.take(HTTP_POOL, task) is runner
+    assert links.take(HTTP_POOL, task) is runner
+    assert links.take(HTTP_POOL, task) is None, "its credit is spent"
     assert links.take("default", "report") is anything
-    links.refund(runner, "reports")
-    assert links.credit("anywhere") == 1
+    assert list(links) == [anything], "iterating the links lists executors"
+    assert len(links) == 1
+    assert links.http_runner is runner
+    links.disconnect(runner)
+    assert links.http_runner is None
+    assert not links.serves(HTTP_POOL, task)
+    assert route_pool("default", task) == HTTP_POOL
+    assert route_pool("default", "report") == "default"

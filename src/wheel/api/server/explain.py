@@ -27,6 +27,7 @@ from wheel.coordinator.layout import Layout, decode
 from wheel.durations import readable
 from wheel.errors import NotFound, first_line
 from wheel.model.executions import Execution, ExecutionStatus, Trigger
+from wheel.model.http_tasks import HTTP_POOL, is_http_task_type
 from wheel.model.ids import ExecutionKey, TenantId
 from wheel.model.jobs import Job, JobStatus, OverlapPolicy, ScheduleKind
 from wheel.model.notifications import Delivery, DeliveryState, redacted
@@ -210,7 +211,8 @@ class Explainer:
             )
         pool, task_type = job.spec.policies.pool, job.spec.task_type
         served = await self._served.now()
-        if not served.on(owner):
+        http = is_http_task_type(task_type)
+        if not http and not served.on(owner):
             return V.NO_EXECUTOR, (
                 f"due {due:.1f} s ago; no executor is connected to {owner}, which owns "
                 f"partition {execution.partition}"
@@ -246,6 +248,12 @@ class Explainer:
             )
         if due < _JUST_DUE_S:
             return V.QUEUED, f"due {due * 1000:.0f} ms ago: {owner} is claiming it now"
+        if http:
+            waiting = served.ready.get(owner, {}).get(HTTP_POOL, 0)
+            return V.QUEUED, (
+                f"due {due:.1f} s ago; waiting for {owner}'s HTTP runner (its concurrency): "
+                f"{waiting} HTTP tasks' runs ready there"
+            )
         credit = sum(e.credit.get(pool, 0) for e in served.on(owner) if e.serves(pool, task_type))
         waiting = served.ready.get(owner, {}).get(pool, 0)
         return V.QUEUED, (

@@ -32,12 +32,10 @@ class ExecutorOnNode:
     since: str
     in_flight: int = 0
     """Runs that node dispatched to it and has not seen finish."""
-    http_runner: bool = False
-    """The node's own HTTP task runner (every pool, HTTP tasks only)."""
 
     def serves(self, pool: str, task_type: str) -> bool:
-        if self.http_runner or is_http_task_type(task_type):
-            return self.http_runner and is_http_task_type(task_type)
+        if is_http_task_type(task_type):
+            return False  # the nodes' own runners do
         return pool in self.pools and (not self.task_types or task_type in self.task_types)
 
 
@@ -48,8 +46,12 @@ class Served:
     executors: tuple[ExecutorOnNode, ...] = ()
     ready: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     """By node, then pool: fired runs waiting there for executor credit."""
+    http_runners: frozenset[str] = frozenset()
+    """The nodes that run HTTP tasks (every node does, once it has published)."""
 
     def serves(self, pool: str, task_type: str, node_id: str | None = None) -> bool:
+        if is_http_task_type(task_type):
+            return bool(self.http_runners) if node_id is None else node_id in self.http_runners
         return any(
             e.serves(pool, task_type)
             for e in self.executors
@@ -66,6 +68,8 @@ class Served:
         """Why no executor would run this task type in this pool, or None if one would."""
         if self.serves(pool, task_type):
             return None
+        if is_http_task_type(task_type):
+            return f"no node has published that it runs HTTP tasks ({task_type!r}) yet"
         if not self.executors:
             return f"no executor is connected: task type {task_type!r} has nobody to run it"
         serving = self.task_types()
@@ -90,7 +94,6 @@ def _executors(node_id: str, document: Mapping[str, Any]) -> list[ExecutorOnNode
                 credit={str(k): int(v) for k, v in dict(doc.get("credit", {})).items()},
                 since=str(doc.get("since", "")),
                 in_flight=int(doc.get("in_flight", 0)),
-                http_runner=bool(doc.get("http_runner", False)),
             )
         )
     return found
@@ -120,14 +123,18 @@ class ServedView:
         kvs, _ = await self._etcd.get_prefix(self._layout.links)
         executors: list[ExecutorOnNode] = []
         ready: dict[str, dict[str, int]] = {}
+        runners: set[str] = set()
         for kv in kvs:
             node_id = kv.key.removeprefix(self._layout.links)
             try:
                 document = decode(kv.value)
                 executors.extend(_executors(node_id, document))
                 ready[node_id] = {str(k): int(v) for k, v in document.get("ready", {}).items()}
+                if document.get("http_runner") is not None:
+                    runners.add(node_id)
             except (ValueError, TypeError, AttributeError, json.JSONDecodeError):
                 continue  # a document this version cannot read says nothing it can use
-        served = Served(tuple(sorted(executors, key=lambda e: (e.node_id, e.executor_id))), ready)
+        ordered = tuple(sorted(executors, key=lambda e: (e.node_id, e.executor_id)))
+        served = Served(ordered, ready, frozenset(runners))
         self._cached = (self._clock() + self._ttl_s, served)
         return served
