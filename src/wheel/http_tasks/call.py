@@ -21,11 +21,10 @@ from datetime import datetime
 
 import aiohttp
 
-from wheel import __distribution__, __version__
 from wheel.http_tasks import headers as h
 from wheel.model.executions import Outcome
 from wheel.model.urls import literal_address
-from wheel.notify.egress import CheckedResolver, EgressPolicy, EgressRefused
+from wheel.notify.egress import EgressPolicy, EgressRefused, checked_session
 from wheel.notify.signature import sign
 
 RETRIED_CLIENT_ERRORS = frozenset({408, 425, 429})
@@ -113,14 +112,7 @@ class Caller:
         self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> Caller:
-        connector = aiohttp.TCPConnector(
-            resolver=CheckedResolver(self._policy), limit=self._concurrency
-        )
-        self._session = aiohttp.ClientSession(
-            connector=connector,
-            headers={"User-Agent": f"{__distribution__}/{__version__}"},
-            trust_env=False,  # no proxy from the environment: the egress check must hold
-        )
+        self._session = checked_session(self._policy, limit=self._concurrency)
         return self
 
     async def __aexit__(self, *exc: object) -> None:

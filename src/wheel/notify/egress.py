@@ -16,8 +16,11 @@ import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
+
+from wheel import __distribution__, __version__
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -50,6 +53,25 @@ class EgressPolicy:
         for network in self.denied:
             if ip.version == network.version and ip in network:
                 raise EgressRefused(host, str(ip), str(network))
+
+
+def checked_session(
+    policy: EgressPolicy,
+    *,
+    limit: int,
+    limit_per_host: int = 0,
+    timeout: aiohttp.ClientTimeout | None = None,
+) -> aiohttp.ClientSession:
+    """A client session whose every connection goes to an address `policy` allows."""
+    connector = aiohttp.TCPConnector(
+        resolver=CheckedResolver(policy), limit=limit, limit_per_host=limit_per_host
+    )
+    return aiohttp.ClientSession(
+        connector=connector,
+        timeout=timeout or aiohttp.ClientTimeout(total=None),
+        headers={"User-Agent": f"{__distribution__}/{__version__}"},
+        trust_env=False,  # no proxy from the environment: the egress check must hold
+    )
 
 
 class CheckedResolver(AbstractResolver):

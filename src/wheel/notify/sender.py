@@ -23,11 +23,10 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from wheel import __distribution__, __version__
 from wheel.model.notifications import DEFAULT_DENIED, redacted
 from wheel.model.urls import literal_address
 from wheel.notify import payload
-from wheel.notify.egress import CheckedResolver, EgressPolicy, EgressRefused
+from wheel.notify.egress import EgressPolicy, EgressRefused, checked_session
 from wheel.notify.signature import HEADER, sign
 from wheel.store.outbox import Due, Outbox
 
@@ -93,16 +92,11 @@ class Sender:
         self._session: aiohttp.ClientSession | None = None
 
     async def __aenter__(self) -> Sender:
-        connector = aiohttp.TCPConnector(
-            resolver=CheckedResolver(self._policy),
+        self._session = checked_session(
+            self._policy,
             limit=self._settings.concurrency,
             limit_per_host=max(1, self._settings.concurrency // 4),
-        )
-        self._session = aiohttp.ClientSession(
-            connector=connector,
             timeout=aiohttp.ClientTimeout(total=self._settings.timeout_s),
-            headers={"User-Agent": f"{__distribution__}/{__version__}"},
-            trust_env=False,  # no proxy from the environment: the egress check must hold
         )
         return self
 
