@@ -56,16 +56,49 @@ def tenants() -> None:
     """Create tenants (each sees only its own jobs and executions)."""
 
 
+_HTTP_HOST = click.option(
+    "--http-host",
+    "http_hosts",
+    multiple=True,
+    help="A host its HTTP tasks may POST to (repeat it; '*.example.com': any name under "
+    "one). None: any host the nodes' egress allows.",
+)
+
+
 @tenants.command("create")
 @click.argument("name")
 @click.option("--max-in-flight", type=int, default=1000, show_default=True,
               help="Most of the tenant's executions dispatched or running at once.")  # fmt: skip
+@_HTTP_HOST
 @options.dsn
 @options.output
-def create_tenant(name: str, max_in_flight: int, dsn: str, output: str) -> None:
+def create_tenant(
+    name: str, max_in_flight: int, http_hosts: tuple[str, ...], dsn: str, output: str
+) -> None:
     """Create a tenant named NAME."""
-    tenant = _with_store(dsn, lambda s: s.tenants.create(name, max_in_flight=max_in_flight))
+    tenant = _with_store(
+        dsn, lambda s: s.tenants.create(name, max_in_flight=max_in_flight, http_hosts=http_hosts)
+    )
     _show(output, "tenant created", dataclasses.asdict(tenant))
+
+
+@tenants.command("set-http-hosts")
+@click.argument("name")
+@click.argument("hosts", nargs=-1)
+@options.dsn
+@options.output
+def set_http_hosts(name: str, hosts: tuple[str, ...], dsn: str, output: str) -> None:
+    """Choose the HOSTS tenant NAME's HTTP tasks may POST to (none: any host).
+
+    Names, or '*.example.com' for any name under one. Jobs are checked when
+    created or edited; every run is checked again when it is sent.
+    """
+
+    async def work(store: Store) -> Any:
+        tenant = await store.tenants.by_name(name)
+        return await store.tenants.set_http_hosts(tenant.id, hosts)
+
+    _show(output, "tenant updated", dataclasses.asdict(_with_store(dsn, work)))
 
 
 @click.group()

@@ -14,9 +14,12 @@ from another. Task types starting `wheel.` are wheel's own.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from wheel.errors import InvalidArgument
 from wheel.model.urls import check_webhook_url
 
 RESERVED_PREFIX = "wheel."
@@ -50,6 +53,34 @@ class HttpTask:
 
 def is_http_task_type(task_type: str) -> bool:
     return task_type.startswith(HTTP_TASK_PREFIX)
+
+
+_HOST = re.compile(r"^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$")
+MAX_HOSTS = 100
+
+
+def host_patterns(field: str, hosts: Iterable[str]) -> tuple[str, ...]:
+    """A tenant's allowed hosts, checked: names (`api.example.com`), or `*.example.com` for
+    any name under one; IP literals as written. Deduplicated, in order."""
+    checked: list[str] = []
+    for index, given in enumerate(hosts):
+        host = given.strip().lower()
+        if not host or len(host) > 253 or not _HOST.match(host.strip("[]").replace(":", "-")):
+            raise InvalidArgument(f"{field}[{index}]", f"{given!r} is not a host name or pattern")
+        if host not in checked:
+            checked.append(host)
+    if len(checked) > MAX_HOSTS:
+        raise InvalidArgument(field, f"at most {MAX_HOSTS} hosts")
+    return tuple(checked)
+
+
+def host_allowed(patterns: Iterable[str], url: str) -> bool:
+    """Whether the URL's host is one the patterns allow (no patterns: any host)."""
+    allowed = tuple(patterns)
+    if not allowed:
+        return True
+    host = (urlsplit(url).hostname or "").lower()
+    return any(p == host or (p.startswith("*.") and host.endswith(p[1:])) for p in allowed)
 
 
 def route_pool(pool: str, task_type: str) -> str:

@@ -20,6 +20,9 @@ class Tenant:
     created_at: datetime
     in_flight: int = 0
     """Its executions dispatched or running now (as last committed)."""
+    http_hosts: tuple[str, ...] = ()
+    """The hosts its HTTP tasks may POST to (empty: any the nodes' egress allows), set by an
+    operator, never by the tenant (wheel.model.http_tasks.host_allowed)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,8 +29,9 @@ from wheel import tracing
 from wheel.errors import WheelError
 from wheel.http_tasks.call import Caller, Request
 from wheel.model.executions import AttemptResult, Fenced, Outcome
-from wheel.model.http_tasks import HTTP_POOL
+from wheel.model.http_tasks import HTTP_POOL, host_allowed
 from wheel.model.ids import TenantId
+from wheel.model.notifications import redacted
 from wheel.notify.egress import EgressPolicy
 from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.engine import Engine
@@ -49,6 +50,7 @@ _NO_TOKEN = uuid.UUID(int=0)
 @dataclass(slots=True)
 class _Cached:
     secrets: tuple[str, ...]
+    hosts: tuple[str, ...]
     until: float
 
 
@@ -128,49 +130,12 @@ class HttpRunner:
 
     async def _run(self, link: Link, dispatch: Dispatch) -> None:
         engine, claimed, key = self._engine, dispatch.claimed, dispatch.key
-        fenced = Fenced(key, claimed.fence)
         try:
             wait_s = (dispatch.start_at - engine.now()).total_seconds()
             if wait_s > 0:
                 await asyncio.sleep(wait_s)  # the run's instant: nothing to await but the time
             started = engine.now()
-            outcome, error = Outcome.NOT_STARTED, None
-            if claimed.http is None:
-                error = "not an HTTP task"
-            else:
-                try:
-                    secrets = await self._signing_secrets(claimed.tenant_id)
-                except WheelError as exc:  # given back: claimed again once the store answers
-                    log.warning("http_task.no_secret", extra={"error": str(exc)})
-                else:
-                    engine.recorder.heartbeat(link, fenced)
-                    span = tracing.handler_started(
-                        key.id, key.job_id, claimed.task_type, claimed.attempt, claimed.fence,
-                        dispatch.traceparent,
-                    )  # fmt: skip
-                    request = Request(
-                        url=claimed.http.url,
-                        body=claimed.payload,
-                        execution_id=key.id,
-                        job_id=str(key.job_id),
-                        attempt=claimed.attempt,
-                        fence=claimed.fence,
-                        scheduled_for=key.scheduled_for,
-                        deadline=dispatch.deadline,
-                        secrets=secrets,
-                        retry_client_errors=claimed.http.retry_client_errors,
-                        traceparent=tracing.carrier(span, dispatch.traceparent).get("traceparent"),
-                    )
-                    beating = asyncio.create_task(self._beat(link, fenced))
-                    try:
-                        answer = await self._caller.post(request)
-                    except asyncio.CancelledError:
-                        tracing.handler_ended(span, "cancelled", "a later attempt holds the run")
-                        raise
-                    finally:
-                        beating.cancel()
-                    outcome, error = answer.outcome, answer.error
-                    tracing.handler_ended(span, outcome.value, error or "")
+            outcome, error = await self._attempt(link, dispatch)
             engine.recorder.report(
                 link,
                 AttemptResult(key, claimed.fence, outcome, started_at=started,
@@ -179,15 +144,61 @@ class HttpRunner:
         finally:
             self._engine.links.grant(link, HTTP_POOL, 1)
 
+    async def _attempt(self, link: Link, dispatch: Dispatch) -> tuple[Outcome, str | None]:
+        """Send the request (or say why not) and read its answer."""
+        claimed, key = dispatch.claimed, dispatch.key
+        if claimed.http is None:
+            return Outcome.NOT_STARTED, "not an HTTP task"
+        try:
+            settings = await self._settings(claimed.tenant_id)
+        except WheelError as exc:  # given back: claimed again once the store answers
+            log.warning("http_task.no_settings", extra={"error": str(exc)})
+            return Outcome.NOT_STARTED, f"cannot read the tenant's settings: {exc}"
+        if not host_allowed(settings.hosts, claimed.http.url):
+            allowed = ", ".join(settings.hosts)
+            return Outcome.REJECTED, (
+                f"refused: the host of {redacted(claimed.http.url)} is not among the hosts"
+                f" the tenant's settings allow ({allowed})"
+            )
+        fenced = Fenced(key, claimed.fence)
+        self._engine.recorder.heartbeat(link, fenced)
+        span = tracing.handler_started(
+            key.id, key.job_id, claimed.task_type, claimed.attempt, claimed.fence,
+            dispatch.traceparent,
+        )  # fmt: skip
+        request = Request(
+            url=claimed.http.url,
+            body=claimed.payload,
+            execution_id=key.id,
+            job_id=str(key.job_id),
+            attempt=claimed.attempt,
+            fence=claimed.fence,
+            scheduled_for=key.scheduled_for,
+            deadline=dispatch.deadline,
+            secrets=settings.secrets,
+            retry_client_errors=claimed.http.retry_client_errors,
+            traceparent=tracing.carrier(span, dispatch.traceparent).get("traceparent"),
+        )
+        beating = asyncio.create_task(self._beat(link, fenced))
+        try:
+            answer = await self._caller.post(request)
+        except asyncio.CancelledError:
+            tracing.handler_ended(span, "cancelled", "a later attempt holds the run")
+            raise
+        finally:
+            beating.cancel()
+        tracing.handler_ended(span, answer.outcome.value, answer.error or "")
+        return answer.outcome, answer.error
+
     async def _beat(self, link: Link, fenced: Fenced) -> None:
         while True:
             await asyncio.sleep(self._config.heartbeat_interval_s)  # a lease is kept by time
             self._engine.recorder.heartbeat(link, fenced)
 
-    async def _signing_secrets(self, tenant_id: TenantId) -> tuple[str, ...]:
+    async def _settings(self, tenant_id: TenantId) -> _Cached:
         now = time.monotonic()
         cached = self._secrets.get(tenant_id)
         if cached is None or cached.until < now:
-            secrets = await self._webhooks.signing_secrets(tenant_id)
-            cached = self._secrets[tenant_id] = _Cached(secrets, now + SECRETS_TTL_S)
-        return cached.secrets
+            secrets, hosts = await self._webhooks.http_task_settings(tenant_id)
+            cached = self._secrets[tenant_id] = _Cached(secrets, hosts, now + SECRETS_TTL_S)
+        return cached

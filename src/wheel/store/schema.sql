@@ -36,7 +36,10 @@ CREATE TABLE tenants (
                     DEFAULT 'whsec_' || replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''),
     notify_secret_rotated_at timestamptz,
     -- For a day after a rotation notifications carry a signature by this one too.
-    notify_secret_previous text
+    notify_secret_previous text,
+    -- The hosts its HTTP tasks may POST to ('{}': any the nodes' egress allows), set by
+    -- an operator, never by the tenant (wheel.model.http_tasks.host_allowed).
+    http_hosts      text[] NOT NULL DEFAULT '{}'
 );
 
 -- Tokens are 256-bit random secrets; only their SHA-256 is stored. A tenant's

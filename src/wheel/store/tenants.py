@@ -11,10 +11,12 @@ import hashlib
 import secrets
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 import psycopg
 
 from wheel.errors import Conflict, InvalidArgument, NotFound
+from wheel.model.http_tasks import host_patterns
 from wheel.model.ids import TenantId, new_tenant_id
 from wheel.model.jobs import MAX_NAME_LENGTH
 from wheel.model.tenants import ExecutorCredential, Tenant, TokenInfo, default_executor_ids
@@ -29,16 +31,23 @@ def token_hash(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 
 
+def _tenant(row: Sequence[Any]) -> Tenant:
+    return Tenant(TenantId(row[0]), row[1], row[2], row[3], row[4], tuple(row[5]))
+
+
 class Tenants:
     def __init__(self, pool: Pool) -> None:
         self._pool = pool
 
-    async def create(self, name: str, *, max_in_flight: int = 1000) -> Tenant:
+    async def create(
+        self, name: str, *, max_in_flight: int = 1000, http_hosts: Sequence[str] = ()
+    ) -> Tenant:
         if not name.strip():
             raise InvalidArgument("name", "must not be empty")
         if max_in_flight < 1:
             raise InvalidArgument("max_in_flight", "must be at least 1")
-        params = {"id": new_tenant_id(), "name": name, "max_in_flight": max_in_flight}
+        params = {"id": new_tenant_id(), "name": name, "max_in_flight": max_in_flight,
+                  "http_hosts": list(host_patterns("http_hosts", http_hosts))}  # fmt: skip
         async with translated(), self._pool.connection() as conn:
             try:
                 cursor = await conn.execute(sql("insert_tenant"), params)
@@ -46,7 +55,7 @@ class Tenants:
                 raise Conflict(f"a tenant named {name!r} exists") from None
             row = await cursor.fetchone()
         assert row is not None
-        return Tenant(TenantId(row[0]), row[1], row[2], row[3])
+        return _tenant(row)
 
     async def by_name(self, name: str) -> Tenant:
         """The tenant named `name`, or NotFound."""
@@ -54,13 +63,22 @@ class Tenants:
             row = await (await conn.execute(sql("tenant_by_name"), {"name": name})).fetchone()
         if row is None:
             raise NotFound("tenant", name)
-        return Tenant(TenantId(row[0]), row[1], row[2], row[3])
+        return _tenant(row)
 
     async def load(self, tenant_id: TenantId) -> Tenant | None:
         """The tenant with its in-flight count, or None."""
         async with translated(), self._pool.connection() as conn:
             row = await (await conn.execute(sql("tenant_by_id"), {"id": tenant_id})).fetchone()
-        return None if row is None else Tenant(TenantId(row[0]), row[1], row[2], row[3], row[4])
+        return None if row is None else _tenant(row)
+
+    async def set_http_hosts(self, tenant_id: TenantId, hosts: Sequence[str]) -> Tenant:
+        """Choose the hosts the tenant's HTTP tasks may POST to (none: any); NotFound."""
+        params = {"id": tenant_id, "http_hosts": list(host_patterns("http_hosts", hosts))}
+        async with translated(), self._pool.connection() as conn:
+            row = await (await conn.execute(sql("set_http_hosts"), params)).fetchone()
+        if row is None:
+            raise NotFound("tenant", tenant_id)
+        return _tenant(row)
 
     async def create_token(self, tenant_id: TenantId, name: str) -> tuple[TokenInfo, str]:
         """A new token for the tenant: its record and the secret (shown once, stored hashed)."""

@@ -50,15 +50,17 @@ class Webhooks:
             await cursor.execute(sql("webhook_of_tenant"), {"tenant_id": tenant_id})
             return _webhook(await cursor.fetchone(), tenant_id)
 
-    async def signing_secrets(self, tenant_id: TenantId) -> tuple[str, ...]:
-        """The secrets that sign the tenant's requests now: its secret, and for a day after
-        a rotation the previous one too."""
+    async def http_task_settings(
+        self, tenant_id: TenantId
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The secrets that sign the tenant's HTTP tasks now (its secret, and for a day
+        after a rotation the previous one too), and the hosts they may reach."""
         async with translated(), self._pool.connection() as conn:
-            cursor = await conn.execute(sql("signing_secrets"), {"tenant_id": tenant_id})
+            cursor = await conn.execute(sql("http_task_settings"), {"tenant_id": tenant_id})
             row = await cursor.fetchone()
         if row is None:
             raise NotFound("tenant", tenant_id)
-        return tuple(s for s in row if s)
+        return tuple(s for s in row[:2] if s), tuple(row[2])
 
     async def set(
         self,

@@ -82,3 +82,24 @@ def test_an_executor_token_is_no_tenants(database_dsn: str) -> None:
     )
     assert both.exit_code == 2
     assert "exactly one of --tenant ID and --executor" in both.output
+
+
+def test_an_operator_chooses_the_hosts_a_tenants_http_tasks_may_reach(database_dsn: str) -> None:
+    tenant = run(database_dsn, "tenants", "create", "acme", "--http-host", "Hooks.Example.com",
+                 "--http-host", "*.internal.example.com")  # fmt: skip
+    assert tenant["http_hosts"] == ["hooks.example.com", "*.internal.example.com"]
+    changed = run(database_dsn, "tenants", "set-http-hosts", "acme", "api.example.com")
+    assert changed["http_hosts"] == ["api.example.com"]
+    assert run(database_dsn, "tenants", "set-http-hosts", "acme")["http_hosts"] == []
+    bad = CliRunner().invoke(
+        cli, ["tenants", "set-http-hosts", "acme", "not a host"],
+        env={"WHEEL_POSTGRES_DSN": database_dsn},
+    )  # fmt: skip
+    assert bad.exit_code == 1
+    assert "http_hosts[0]: 'not a host' is not a host name or pattern" in bad.output
+    missing = CliRunner().invoke(
+        cli, ["tenants", "set-http-hosts", "nobody", "a.example.com"],
+        env={"WHEEL_POSTGRES_DSN": database_dsn},
+    )  # fmt: skip
+    assert missing.exit_code == 1
+    assert "nobody" in missing.output

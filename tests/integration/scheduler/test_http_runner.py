@@ -28,6 +28,7 @@ from wheel.model.executions import ExecutionStatus, Outcome
 from wheel.model.http_tasks import HttpTask
 from wheel.model.jobs import Policies
 from wheel.scheduler.node import SchedulerNode
+from wheel.store import Store
 
 FINAL = (ExecutionStatus.SUCCEEDED, ExecutionStatus.DEAD, ExecutionStatus.NEEDS_REVIEW)
 QUICK_RETRY = {"backoff_base": timedelta(milliseconds=100), "backoff_cap": timedelta(seconds=0.2)}
@@ -68,6 +69,15 @@ async def final(client: AsyncClient, job: wheel.Job, within: float = 20.0) -> wh
             page = await client.list_executions(job_id=job.id)
             if page.items and page.items[0].status in FINAL:
                 return await client.get_execution(page.items[0].id)
+            await asyncio.sleep(0.1)  # polling a remote state: there is no event to await
+
+
+async def finished_run(client: AsyncClient, execution_id: str) -> wheel.Execution:
+    async with asyncio.timeout(20):
+        while True:
+            run = await client.get_execution(execution_id)
+            if run.status in FINAL:
+                return run
             await asyncio.sleep(0.1)  # polling a remote state: there is no event to await
 
 
@@ -268,3 +278,41 @@ async def test_the_cli_creates_http_tasks_and_applies_them_from_a_file(
     code, out = await asyncio.to_thread(invoke, "apply", "-f", str(path))
     assert code == 0, out
     assert "unchanged" in out
+
+
+async def test_a_tenants_hosts_limit_its_http_tasks_when_made_and_when_sent(
+    node: SchedulerNode, store: Store
+) -> None:
+    hosts = ("hooks.example.com", "*.internal.example.com")
+    owner = await store.tenants.create(f"hosts-{uuid.uuid4().hex[:6]}", http_hosts=hosts)
+    _, secret = await store.tenants.create_token(owner.id, "hosts test")
+    async with AsyncClient(node.address, token=secret) as client:
+        allowed = await posted(client, "https://a.internal.example.com/run")
+        with pytest.raises(InvalidArgument, match=r"^http\.url: its host is not among"):
+            await posted(client, "https://elsewhere.example.com/run")
+        with pytest.raises(InvalidArgument, match=r"^job\.http\.url: its host is not among"):
+            await client.update_job(
+                allowed.id, expected_version=allowed.version,
+                http=HttpTask("https://elsewhere.example.com/run"),
+            )  # fmt: skip
+        urls = ["https://hooks.example.com/", "https://x.example.com/"]
+        many = [wheel.NewJob(f"m{n}", "", wheel.now(), http=HttpTask(url))
+                for n, url in enumerate(urls)]  # fmt: skip
+        with pytest.raises(InvalidArgument, match=r"^jobs\[1\]\.http\.url"):
+            await client.create_jobs(many)
+        assert not [j for j in (await client.list_jobs()).items if j.name in ("m0", "m1")]
+        async with Receiver.running() as receiver:
+            await store.tenants.set_http_hosts(owner.id, ())
+            later = await client.create_job(
+                "later", "", wheel.at(datetime.now(UTC) + timedelta(hours=1)),
+                http=HttpTask(receiver.url), policies=Policies(max_attempts=3),
+            )  # fmt: skip
+            await store.tenants.set_http_hosts(owner.id, ("hooks.example.com",))
+            triggered = await client.trigger_job(later.job.id)  # runs now, after the change
+            run = await finished_run(client, triggered.id)
+            assert receiver.requests == [], "refused when sent: the hosts changed since"
+    assert run.status is ExecutionStatus.DEAD
+    (attempt,) = run.attempts
+    assert attempt.outcome is Outcome.REJECTED
+    assert attempt.error is not None
+    assert "not among the hosts the tenant's settings allow (hooks.example.com)" in attempt.error

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from wheel.errors import InvalidArgument
-from wheel.model.http_tasks import HttpTask, is_http_task_type
+from wheel.model.http_tasks import HttpTask, host_allowed, host_patterns, is_http_task_type
 from wheel.model.jobs import JobSpec, Schedule, ScheduleKind
 
 NOW = Schedule(kind=ScheduleKind.NOW)
@@ -49,3 +49,32 @@ def test_a_job_and_its_target_agree_on_the_task_type() -> None:
         JobSpec("ping", "report", NOW, http=target)
     with pytest.raises(InvalidArgument, match=r"^task_type: task types starting 'wheel\.'"):
         JobSpec("ping", "wheel.http:hooks.example.com", NOW)
+
+
+def test_a_tenants_hosts_are_names_or_patterns() -> None:
+    assert host_patterns("h", ["Hooks.Example.com ", "*.internal.example.com", "10.0.0.7",
+                               "hooks.example.com"]) == (
+        "hooks.example.com", "*.internal.example.com", "10.0.0.7",
+    )  # fmt: skip
+    for bad in ["", "a b", "*", "*.", "http://x.com", "x.com/path", "-x.com", "a*.b.com"]:
+        with pytest.raises(InvalidArgument, match=r"^h\[0\]: .* is not a host name or pattern"):
+            host_patterns("h", [bad])
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("https://hooks.example.com/run", True),
+        ("https://HOOKS.example.com:8443/run", True),
+        ("https://a.internal.example.com/", True),
+        ("https://a.b.internal.example.com/", True),
+        ("https://internal.example.com/", False),
+        ("https://evil-internal.example.com/", False),
+        ("https://hooks.example.com.evil.com/", False),
+        ("http://127.0.0.1:9000/", False),
+    ],
+)
+def test_a_url_is_allowed_by_its_host(url: str, allowed: bool) -> None:
+    patterns = ("hooks.example.com", "*.internal.example.com")
+    assert host_allowed(patterns, url) is allowed
+    assert host_allowed((), url), "no hosts chosen: any host"

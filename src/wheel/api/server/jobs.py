@@ -17,7 +17,7 @@ from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.api import convert
 from wheel.api.server.job_refs import resolve
-from wheel.api.server.registration import register_job, register_jobs
+from wheel.api.server.registration import check_http_hosts, register_job, register_jobs
 from wheel.api.server.rpc import Rpc, Service
 from wheel.api.server.served import Served, ServedView
 from wheel.errors import (
@@ -270,6 +270,7 @@ class JobsApi:
             http=given.http if given.HasField("http") else None,
         )  # fmt: skip
         current = await self._store.jobs.get(tenant, job_id)
+        await check_http_hosts(self._store, tenant, [("job.", spec)])
         if spec.schedule != current.spec.schedule and (
             current.spec.schedule.kind is not ScheduleKind.CRON
             or spec.schedule.kind is not ScheduleKind.CRON

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 from wheel.errors import InvalidArgument
 from wheel.model.executions import NewOccurrence, Trigger
+from wheel.model.http_tasks import host_allowed
 from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId, new_job_id, partition_of
 from wheel.model.jobs import Job, JobSpec
 from wheel.schedule import SchedulePlan, compile_schedule
@@ -36,6 +37,25 @@ class RegisteredMany:
     existed: frozenset[JobId]
 
 
+async def check_http_hosts(
+    store: Store, tenant_id: TenantId, specs: Sequence[tuple[str, JobSpec]]
+) -> None:
+    """InvalidArgument (`<prefix>http.url`) for an HTTP task whose host is not one the
+    tenant's settings allow; nothing to read when no spec is an HTTP task."""
+    targets = [(prefix, spec.http) for prefix, spec in specs if spec.http is not None]
+    if not targets:
+        return
+    tenant = await store.tenants.load(tenant_id)
+    hosts = tenant.http_hosts if tenant is not None else ()
+    for prefix, http in targets:
+        if not host_allowed(hosts, http.url):
+            raise InvalidArgument(
+                f"{prefix}http.url",
+                f"its host is not among the hosts this tenant's HTTP tasks may reach"
+                f" ({', '.join(hosts)}); an operator sets them (wheel tenants set-http-hosts)",
+            )
+
+
 async def register_job(
     store: Store,
     tenant_id: TenantId,
@@ -48,6 +68,7 @@ async def register_job(
     """Store a new job (and a one-off's occurrence); InvalidArgument if its schedule is bad."""
     job_id = job_id or new_job_id()
     plan, partition, occurrences = _prepare(tenant_id, spec, job_id, partitions, clock())
+    await check_http_hosts(store, tenant_id, [("", spec)])
     job = await store.jobs.create(tenant_id, job_id, partition, spec, occurrences)
     return Registered(job, plan)
 
@@ -76,6 +97,7 @@ async def register_jobs(
             prepared.append((job_id, *_prepare(tenant_id, spec, job_id, partitions, now)))
         except InvalidArgument as exc:
             raise InvalidArgument(f"jobs[{index}].{exc.field}", exc.reason) from None
+    await check_http_hosts(store, tenant_id, [(f"jobs[{i}].", s) for i, s in enumerate(specs)])
     rows = [(job_id, partition, spec)
             for (job_id, _, partition, _), spec in zip(prepared, specs, strict=True)]  # fmt: skip
     occurrences = [o for *_, made in prepared for o in made]

@@ -1,1 +1,1 @@
-SELECT id, name, max_in_flight, created_at, in_flight FROM tenants WHERE id = %(id)s
+SELECT id, name, max_in_flight, created_at, in_flight, http_hosts FROM tenants WHERE id = %(id)s
