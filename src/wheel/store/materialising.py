@@ -11,7 +11,7 @@ from psycopg.rows import dict_row
 
 from wheel.model.ids import ExecutionKey, JobId, PartitionId
 from wheel.model.jobs import Job
-from wheel.store.days import span
+from wheel.store.days import by_day, span
 from wheel.store.jobs import job_from_row
 from wheel.store.pool import Pool
 from wheel.store.queries import sql
@@ -89,18 +89,20 @@ class Materialising:
         if not decisions:
             return
         async with translated(), self._pool.connection() as conn:
-            await conn.execute(
-                sql("supersede"),
-                {
-                    "job_ids": [d.key.job_id for d in decisions],
-                    "scheduled_fors": [d.key.scheduled_for for d in decisions],
-                    "versions": [d.version for d in decisions],
-                    "keep": [d.keep for d in decisions],
-                    "fire_ats": [d.fire_at for d in decisions],
-                    "priorities": [d.priority for d in decisions],
-                    **span([d.key.scheduled_for for d in decisions]),
-                },
-            )
+            for day in by_day(decisions, lambda d: d.key.scheduled_for):
+                await conn.execute(
+                    sql("supersede"),
+                    {
+                        "job_ids": [d.key.job_id for d in day],
+                        "scheduled_fors": [d.key.scheduled_for for d in day],
+                        "versions": [d.version for d in day],
+                        "keep": [d.keep for d in day],
+                        "fire_ats": [d.fire_at for d in day],
+                        "priorities": [d.priority for d in day],
+                        **span([d.key.scheduled_for for d in day]),
+                    },
+                    prepare=False,  # planned as the one day partition: see days
+                )
 
     async def oldest_cursor(self, partitions: Collection[PartitionId]) -> datetime | None:
         """The least materialised active cron job's cursor (its creation if it has none)."""

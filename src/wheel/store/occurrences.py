@@ -313,7 +313,7 @@ class Occurrences:
                     **span(instants),
                 }
                 async with conn.transaction():
-                    await conn.execute(sql("lock_tenants"), lock, binary=True)
+                    await conn.execute(sql("lock_tenants"), lock, binary=True, prepare=False)
                     rows = await self._fetch_raw(
                         sql("claim"), {**params, "refuse_overshoot": False}, conn
                     )
@@ -352,19 +352,22 @@ class Occurrences:
         if not items:
             return []
         items = sorted(items, key=lambda i: (i.key, i.fence))  # the order rows are locked in
-        instants = [i.key.scheduled_for for i in items]
-        rows = await self._fetch(
-            sql("heartbeat"),
-            {
-                "job_ids": [i.key.job_id for i in items],
-                "scheduled_fors": instants,
-                "fences": [i.fence for i in items],
-                "executor_id": executor.executor_id,
-                "instance": executor.instance,
-                "lease_s": lease_s,
-                **span(instants),
-            },
-        )
+        rows: list[tuple[Any, ...]] = []
+        for day in by_day(items, lambda i: i.key.scheduled_for):
+            instants = [i.key.scheduled_for for i in day]
+            rows += await self._fetch(
+                sql("heartbeat"),
+                {
+                    "job_ids": [i.key.job_id for i in day],
+                    "scheduled_fors": instants,
+                    "fences": [i.fence for i in day],
+                    "executor_id": executor.executor_id,
+                    "instance": executor.instance,
+                    "lease_s": lease_s,
+                    **span(instants),
+                },
+                prepare=False,
+            )
         extended = {(_key(job_id, at), fence) for job_id, at, fence in rows}
         return [i for i in items if (i.key, i.fence) not in extended]
 
@@ -427,16 +430,19 @@ class Occurrences:
         """Record pending occurrences skipped with a reason; return the ones that were pending."""
         if not keys:
             return []
-        instants = [k.scheduled_for for k in keys]
-        rows = await self._fetch(
-            sql("skip_pending"),
-            {
-                "job_ids": [k.job_id for k in keys],
-                "scheduled_fors": instants,
-                "reason": reason,
-                **span(instants),
-            },
-        )
+        rows: list[tuple[Any, ...]] = []
+        for day in by_day(keys, lambda k: k.scheduled_for):
+            instants = [k.scheduled_for for k in day]
+            rows += await self._fetch(
+                sql("skip_pending"),
+                {
+                    "job_ids": [k.job_id for k in day],
+                    "scheduled_fors": instants,
+                    "reason": reason,
+                    **span(instants),
+                },
+                prepare=False,
+            )
         return [_key(job_id, at) for job_id, at in rows]
 
     async def notify_due(self, partition: PartitionId, earliest: datetime) -> None:
@@ -464,23 +470,27 @@ class Occurrences:
         return sorted(PartitionId(p) for (p,) in rows)
 
     async def _fetch(
-        self, query: LiteralString, params: Mapping[str, object]
+        self, query: LiteralString, params: Mapping[str, object], *, prepare: bool | None = None
     ) -> list[tuple[Any, ...]]:
+        """`prepare=False`: planned with these values every time, never a generic plan (the
+        statements that lock by key: see "One day per statement" in the schema)."""
         async with translated():
-            return await self._fetch_raw(query, params)
+            return await self._fetch_raw(query, params, prepare=prepare)
 
     async def _fetch_raw(
         self,
         query: LiteralString,
         params: Mapping[str, object],
         conn: psycopg.AsyncConnection[Any] | None = None,
+        *,
+        prepare: bool | None = None,
     ) -> list[tuple[Any, ...]]:
         # Binary: arrays of uuids and timestamps cost less to send and parse than text.
         if conn is not None:
-            cursor = await conn.execute(query, params, binary=True)
+            cursor = await conn.execute(query, params, binary=True, prepare=prepare)
             return await cursor.fetchall()
         async with self._pool.connection() as pooled:
-            cursor = await pooled.execute(query, params, binary=True)
+            cursor = await pooled.execute(query, params, binary=True, prepare=prepare)
             return await cursor.fetchall()
 
 

@@ -112,20 +112,20 @@ CREATE UNIQUE INDEX jobs_tenant_name ON jobs (tenant_id, name) WHERE status <> '
 CREATE INDEX jobs_to_materialise ON jobs (partition, materialised_to NULLS FIRST)
     WHERE status = 'active' AND schedule_kind = 'cron';
 
--- Keys, not equalities. A statement that locks or updates executions never
--- matches a row's key per input row as `scheduled_for = x.scheduled_for`, but as
--- `job_id = x.job_id AND (job_id, scheduled_for) >= (x.job_id, x.scheduled_for)
--- AND (job_id, scheduled_for) <= (...)`, with the batch's first and last instant
--- as parameters (`scheduled_for BETWEEN p_first AND p_last`). The same primary-key
--- probe, but the day partition is chosen once per statement from parameters
--- (initial pruning), not per row from a value of the outer row (run-time pruning,
--- which row comparisons do not feed). Postgres 18 shares the run-time pruning
--- state of a plan with an EvalPlanQual recheck, which rebuilds it in memory
--- freed when the recheck ends: a row another transaction updated meanwhile
--- (SKIP LOCKED claims racing, a result racing the reaper) then crashed the
--- backend (signal 11 in perform_pruning_base_step), and with it every session
--- of the server. scripts/pg_claim_crash.py reproduces it; the stores split
--- batches by day (wheel.store.days), so one statement probes one day partition.
+-- One day per statement. A statement that locks or updates executions by key
+-- names the batch's first and last instant (`scheduled_for BETWEEN p_first AND
+-- p_last`) and is planned with those values (plan_cache_mode force_custom_plan
+-- in the functions; the store sends the plain queries unprepared), and the
+-- stores send one UTC day's keys per statement (wheel.store.days): the planner
+-- then prunes to the one day partition and leaves no Append, so nothing is
+-- pruned per row at run time. Postgres 18 shares a plan's run-time pruning state
+-- with an EvalPlanQual recheck, which rebuilds it in memory freed when the
+-- recheck ends: a row another transaction updated meanwhile (SKIP LOCKED claims
+-- racing, a result racing a heartbeat or the reaper) then crashed the backend
+-- (signal 11 in perform_pruning_base_step), and with it every session of the
+-- server, or pruned with stale values and refused a valid result as stale.
+-- scripts/pg_claim_crash.py reproduces it; tests/integration/store/test_rechecks.py
+-- makes the rechecks happen.
 CREATE TABLE executions (
     job_id          uuid NOT NULL,
     scheduled_for   timestamptz NOT NULL,
@@ -251,7 +251,8 @@ CREATE FUNCTION wheel_record_attempts(
     current_fence bigint, status wheel_execution_status, fire_at timestamptz, attempt integer,
     refusal text
 ) LANGUAGE sql VOLATILE
-SET enable_hashjoin = off SET enable_mergejoin = off  -- see wheel_claim
+SET enable_hashjoin = off SET enable_mergejoin = off SET enable_seqscan = off  -- see wheel_claim
+SET plan_cache_mode = force_custom_plan  -- one day partition, no run-time pruning: see executions
 AS $$
     WITH input AS (
         SELECT * FROM unnest(p_job_ids, p_scheduled_fors, p_fences, p_outcomes,
@@ -284,9 +285,7 @@ AS $$
             SELECT e.job_id, e.attempt, e.fire_at, e.executor_id, e.executor_instance,
                    e.started_at, e.fence, e.status
             FROM executions e
-            WHERE e.job_id = i.job_id  -- the key as rows: see "Keys, not equalities" above executions
-              AND (e.job_id, e.scheduled_for) >= (i.job_id, i.scheduled_for)
-              AND (e.job_id, e.scheduled_for) <= (i.job_id, i.scheduled_for)
+            WHERE e.job_id = i.job_id AND e.scheduled_for = i.scheduled_for
               AND e.scheduled_for BETWEEN p_first AND p_last
             LIMIT 1
             FOR UPDATE OF e
@@ -338,9 +337,7 @@ AS $$
             error = d.error,
             reason = CASE WHEN d.next_status = 'cancelled' THEN 'job deleted' ELSE e.reason END
         FROM decided d
-        WHERE e.job_id = d.job_id
-          AND (e.job_id, e.scheduled_for) >= (d.job_id, d.scheduled_for)
-          AND (e.job_id, e.scheduled_for) <= (d.job_id, d.scheduled_for)
+        WHERE e.job_id = d.job_id AND e.scheduled_for = d.scheduled_for
           AND e.scheduled_for BETWEEN p_first AND p_last
         RETURNING e.job_id, e.scheduled_for, e.fence, e.status, e.fire_at, e.attempt,
                   e.tenant_id
@@ -374,9 +371,7 @@ AS $$
     LEFT JOIN LATERAL (
         SELECT e.fence, e.status, e.fire_at, e.attempt
         FROM executions e
-        WHERE e.job_id = p.job_id
-          AND (e.job_id, e.scheduled_for) >= (p.job_id, p.scheduled_for)
-          AND (e.job_id, e.scheduled_for) <= (p.job_id, p.scheduled_for)
+        WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for
           AND e.scheduled_for BETWEEN p_first AND p_last
         LIMIT 1
     ) e ON true
@@ -454,7 +449,7 @@ $$;
 -- Each key costs one primary-key probe of its day partition, one of its job
 -- and one update, whatever the number of partitions owned (a scan of the owned
 -- array, not a join) or of day partitions (p_first and p_last, the keys' first
--- and last instant, prune to the days between: callers pass one day's keys):
+-- and last instant: callers pass one day's keys, planned as that one partition):
 -- tests/integration/store/test_claim_plan.py counts the probes.
 -- Keys not returned at all are not pending, held by another claim, of a
 -- paused or deleted job, of a cron job edited since they were made (the
@@ -469,7 +464,8 @@ CREATE FUNCTION wheel_claim(
     payload bytea, pool text, priority integer, timeout_ms bigint, fire_at timestamptz,
     http_url text, http_retry_client_errors boolean
 ) LANGUAGE sql VOLATILE
-SET enable_hashjoin = off SET enable_mergejoin = off
+SET enable_hashjoin = off SET enable_mergejoin = off SET enable_seqscan = off
+SET plan_cache_mode = force_custom_plan  -- one day partition, no run-time pruning: see executions
 AS $$
     WITH owned AS (
         -- The partitions whose epoch is still the caller's, as one array: each key's
@@ -505,9 +501,7 @@ AS $$
             SELECT e.job_id, e.scheduled_for, e.fire_at, e.job_version, e.attempt, e.trigger,
                    e.tenant_id
             FROM executions e
-            WHERE e.job_id = w.job_id  -- the key as rows: see "Keys, not equalities" above executions
-              AND (e.job_id, e.scheduled_for) >= (w.job_id, w.scheduled_for)
-              AND (e.job_id, e.scheduled_for) <= (w.job_id, w.scheduled_for)
+            WHERE e.job_id = w.job_id AND e.scheduled_for = w.scheduled_for
               AND e.scheduled_for BETWEEN p_first AND p_last
               AND e.status = 'pending'
               AND e.partition = ANY(owned.partitions)
@@ -561,9 +555,7 @@ AS $$
             error = NULL,
             claimed_by = (SELECT node_id FROM owned)
         FROM decided p
-        WHERE e.job_id = p.job_id
-          AND (e.job_id, e.scheduled_for) >= (p.job_id, p.scheduled_for)
-          AND (e.job_id, e.scheduled_for) <= (p.job_id, p.scheduled_for)
+        WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for
           AND e.scheduled_for BETWEEN p_first AND p_last
           AND p.state = 'claimed'
         RETURNING e.job_id, e.scheduled_for, e.tenant_id, e.partition, e.fence, e.attempt,
@@ -574,9 +566,7 @@ AS $$
             reason = 'overlap: the previous run was still running (policy skip)',
             finished_at = clock_timestamp()
         FROM decided p
-        WHERE e.job_id = p.job_id
-          AND (e.job_id, e.scheduled_for) >= (p.job_id, p.scheduled_for)
-          AND (e.job_id, e.scheduled_for) <= (p.job_id, p.scheduled_for)
+        WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for
           AND e.scheduled_for BETWEEN p_first AND p_last
           AND p.state = 'skipped'
         RETURNING e.job_id, e.scheduled_for, e.fire_at
@@ -610,6 +600,7 @@ $$;
 -- Epoch-fenced like a claim. Returns how many it skipped.
 CREATE FUNCTION wheel_apply_misfire(p_partitions integer[], p_epochs bigint[])
 RETURNS bigint LANGUAGE plpgsql VOLATILE
+SET plan_cache_mode = force_custom_plan  -- the overdue days only: see executions
 AS $$
 DECLARE
     v_first timestamptz;
@@ -664,9 +655,7 @@ BEGIN
                      || ' (policy fire_all)'
             END
         FROM missed o
-        WHERE e.job_id = o.job_id  -- the key as rows: see "Keys, not equalities"
-          AND (e.job_id, e.scheduled_for) >= (o.job_id, o.scheduled_for)
-          AND (e.job_id, e.scheduled_for) <= (o.job_id, o.scheduled_for)
+        WHERE e.job_id = o.job_id AND e.scheduled_for = o.scheduled_for
           AND e.scheduled_for BETWEEN v_first AND v_last
           AND e.status = 'pending'
           AND (o.misfire = 'skip'
@@ -747,7 +736,11 @@ CREATE INDEX notifications_of_run ON notifications (job_id, scheduled_for);
 -- Retention's path.
 CREATE INDEX notifications_created ON notifications (created_at);
 
-CREATE FUNCTION wheel_notify_run() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Its plan is cached: the claim and record functions plan their own statements afresh
+-- (plan_cache_mode force_custom_plan), which this trigger would otherwise inherit per row.
+CREATE FUNCTION wheel_notify_run() RETURNS trigger LANGUAGE plpgsql
+SET plan_cache_mode = auto
+AS $$
 BEGIN
     INSERT INTO notifications (tenant_id, job_id, scheduled_for, status, reason, attempt,
                                error, url)

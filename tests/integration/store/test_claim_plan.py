@@ -55,6 +55,11 @@ FROM pg_stat_user_indexes
 """
 
 
+_SCANS = """
+SELECT coalesce(sum(seq_scan), 0) FROM pg_stat_user_tables WHERE relname LIKE 'executions_%%'
+"""
+
+
 def probes(dsn: str) -> tuple[int, int]:
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("SELECT pg_stat_clear_snapshot()")
@@ -63,18 +68,28 @@ def probes(dsn: str) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
+def seq_scans(dsn: str) -> int:
+    """Whole-partition scans of executions so far (a probe per key makes none)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute(_SCANS).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
 def counted(
     dsn: str, query: Any, batches: list[dict[str, object]]
 ) -> tuple[list[tuple[Any, ...]], int, int]:
     """Run the statement once per batch; the rows and the executions and jobs index
     probes they made."""
-    before = probes(dsn)
+    before, scanned = probes(dsn), seq_scans(dsn)
     rows: list[tuple[Any, ...]] = []
     with psycopg.connect(dsn, autocommit=True) as conn:
         for params in batches:
             rows += conn.execute(query, params, binary=True).fetchall()
         conn.execute("SELECT pg_stat_force_next_flush()")
     after = probes(dsn)
+    assert seq_scans(dsn) == scanned, "a partition was scanned whole, not probed by key"
     return rows, after[0] - before[0], after[1] - before[1]
 
 

@@ -3,7 +3,7 @@
 A claim or a record that meets a row updated and committed since its snapshot
 re-evaluates it on the newest version (EvalPlanQual). On Postgres 18 a
 recheck under run-time partition pruning crashed the backend, and with it the
-server (see "Keys, not equalities" in schema.sql). Each test makes the recheck
+server (see "One day per statement" in schema.sql). Each test makes the recheck
 happen for certain: the other transaction holds a lock the statement waits
 for, changes rows on several day partitions, and commits while it waits.
 """

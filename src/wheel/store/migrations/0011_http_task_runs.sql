@@ -14,7 +14,8 @@ CREATE FUNCTION wheel_claim(
     payload bytea, pool text, priority integer, timeout_ms bigint, fire_at timestamptz,
     http_url text, http_retry_client_errors boolean
 ) LANGUAGE sql VOLATILE
-SET enable_hashjoin = off SET enable_mergejoin = off
+SET enable_hashjoin = off SET enable_mergejoin = off SET enable_seqscan = off
+SET plan_cache_mode = force_custom_plan  -- one day partition, no run-time pruning: see executions
 AS $$
     WITH owned AS (
         -- The partitions whose epoch is still the caller's, as one array: each key's
@@ -50,9 +51,7 @@ AS $$
             SELECT e.job_id, e.scheduled_for, e.fire_at, e.job_version, e.attempt, e.trigger,
                    e.tenant_id
             FROM executions e
-            WHERE e.job_id = w.job_id  -- the key as rows: see "Keys, not equalities" above executions
-              AND (e.job_id, e.scheduled_for) >= (w.job_id, w.scheduled_for)
-              AND (e.job_id, e.scheduled_for) <= (w.job_id, w.scheduled_for)
+            WHERE e.job_id = w.job_id AND e.scheduled_for = w.scheduled_for
               AND e.scheduled_for BETWEEN p_first AND p_last
               AND e.status = 'pending'
               AND e.partition = ANY(owned.partitions)
@@ -106,9 +105,7 @@ AS $$
             error = NULL,
             claimed_by = (SELECT node_id FROM owned)
         FROM decided p
-        WHERE e.job_id = p.job_id
-          AND (e.job_id, e.scheduled_for) >= (p.job_id, p.scheduled_for)
-          AND (e.job_id, e.scheduled_for) <= (p.job_id, p.scheduled_for)
+        WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for
           AND e.scheduled_for BETWEEN p_first AND p_last
           AND p.state = 'claimed'
         RETURNING e.job_id, e.scheduled_for, e.tenant_id, e.partition, e.fence, e.attempt,
@@ -119,9 +116,7 @@ AS $$
             reason = 'overlap: the previous run was still running (policy skip)',
             finished_at = clock_timestamp()
         FROM decided p
-        WHERE e.job_id = p.job_id
-          AND (e.job_id, e.scheduled_for) >= (p.job_id, p.scheduled_for)
-          AND (e.job_id, e.scheduled_for) <= (p.job_id, p.scheduled_for)
+        WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for
           AND e.scheduled_for BETWEEN p_first AND p_last
           AND p.state = 'skipped'
         RETURNING e.job_id, e.scheduled_for, e.fire_at
@@ -155,7 +150,8 @@ CREATE OR REPLACE FUNCTION wheel_record_attempts(
     current_fence bigint, status wheel_execution_status, fire_at timestamptz, attempt integer,
     refusal text
 ) LANGUAGE sql VOLATILE
-SET enable_hashjoin = off SET enable_mergejoin = off  -- see wheel_claim
+SET enable_hashjoin = off SET enable_mergejoin = off SET enable_seqscan = off  -- see wheel_claim
+SET plan_cache_mode = force_custom_plan  -- one day partition, no run-time pruning: see executions
 AS $$
     WITH input AS (
         SELECT * FROM unnest(p_job_ids, p_scheduled_fors, p_fences, p_outcomes,
@@ -188,9 +184,7 @@ AS $$
             SELECT e.job_id, e.attempt, e.fire_at, e.executor_id, e.executor_instance,
                    e.started_at, e.fence, e.status
             FROM executions e
-            WHERE e.job_id = i.job_id  -- the key as rows: see "Keys, not equalities" above executions
-              AND (e.job_id, e.scheduled_for) >= (i.job_id, i.scheduled_for)
-              AND (e.job_id, e.scheduled_for) <= (i.job_id, i.scheduled_for)
+            WHERE e.job_id = i.job_id AND e.scheduled_for = i.scheduled_for
               AND e.scheduled_for BETWEEN p_first AND p_last
             LIMIT 1
             FOR UPDATE OF e
@@ -242,9 +236,7 @@ AS $$
             error = d.error,
             reason = CASE WHEN d.next_status = 'cancelled' THEN 'job deleted' ELSE e.reason END
         FROM decided d
-        WHERE e.job_id = d.job_id
-          AND (e.job_id, e.scheduled_for) >= (d.job_id, d.scheduled_for)
-          AND (e.job_id, e.scheduled_for) <= (d.job_id, d.scheduled_for)
+        WHERE e.job_id = d.job_id AND e.scheduled_for = d.scheduled_for
           AND e.scheduled_for BETWEEN p_first AND p_last
         RETURNING e.job_id, e.scheduled_for, e.fence, e.status, e.fire_at, e.attempt,
                   e.tenant_id
@@ -278,9 +270,7 @@ AS $$
     LEFT JOIN LATERAL (
         SELECT e.fence, e.status, e.fire_at, e.attempt
         FROM executions e
-        WHERE e.job_id = p.job_id
-          AND (e.job_id, e.scheduled_for) >= (p.job_id, p.scheduled_for)
-          AND (e.job_id, e.scheduled_for) <= (p.job_id, p.scheduled_for)
+        WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for
           AND e.scheduled_for BETWEEN p_first AND p_last
         LIMIT 1
     ) e ON true

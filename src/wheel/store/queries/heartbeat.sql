@@ -11,9 +11,7 @@ WITH extended AS (
     CROSS JOIN LATERAL (
         SELECT e.job_id, e.scheduled_for, e.fence, e.status, e.executor_id, e.executor_instance
         FROM executions e
-        WHERE e.job_id = h.job_id  -- the key as rows: see "Keys, not equalities" in the schema
-          AND (e.job_id, e.scheduled_for) >= (h.job_id, h.scheduled_for)
-          AND (e.job_id, e.scheduled_for) <= (h.job_id, h.scheduled_for)
+        WHERE e.job_id = h.job_id AND e.scheduled_for = h.scheduled_for
           AND e.scheduled_for BETWEEN %(first)s AND %(last)s
         LIMIT 1
         FOR UPDATE OF e
@@ -26,8 +24,6 @@ SET lease_until = clock_timestamp() + make_interval(secs => %(lease_s)s),
     status = 'running',
     started_at = coalesce(e.started_at, clock_timestamp())
 FROM extended x
-WHERE e.job_id = x.job_id
-  AND (e.job_id, e.scheduled_for) >= (x.job_id, x.scheduled_for)
-  AND (e.job_id, e.scheduled_for) <= (x.job_id, x.scheduled_for)
+WHERE e.job_id = x.job_id AND e.scheduled_for = x.scheduled_for
   AND e.scheduled_for BETWEEN %(first)s AND %(last)s
 RETURNING e.job_id, e.scheduled_for, e.fence

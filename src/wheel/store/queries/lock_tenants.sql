@@ -6,10 +6,8 @@ FROM tenants t
 WHERE t.id = ANY(coalesce(%(tenant_ids)s::uuid[], ARRAY(
     SELECT DISTINCT e.tenant_id
     FROM unnest(%(job_ids)s::uuid[], %(scheduled_fors)s::timestamptz[]) AS w (job_id, scheduled_for)
-    JOIN executions e  -- the key as rows: see "Keys, not equalities" in the schema
-      ON e.job_id = w.job_id
-     AND (e.job_id, e.scheduled_for) >= (w.job_id, w.scheduled_for)
-     AND (e.job_id, e.scheduled_for) <= (w.job_id, w.scheduled_for)
+    JOIN executions e
+      ON e.job_id = w.job_id AND e.scheduled_for = w.scheduled_for
      AND e.scheduled_for BETWEEN %(first)s AND %(last)s)))
 ORDER BY t.id
 FOR UPDATE OF t

@@ -16,10 +16,13 @@ WITH owned AS (
     LIMIT %(limit)s
     FOR UPDATE OF e SKIP LOCKED
 ), batch AS (
+    -- One call per UTC day: each records one day partition (see "One day per statement"
+    -- in the schema).
     SELECT array_agg(job_id) AS job_ids, array_agg(scheduled_for) AS scheduled_fors,
            array_agg(fence) AS fences, count(*) AS n,
            min(scheduled_for) AS first, max(scheduled_for) AS last
     FROM expired
+    GROUP BY date_trunc('day', scheduled_for AT TIME ZONE 'UTC')
 )
 SELECT r.accepted, r.job_id, r.scheduled_for, r.fence, r.current_fence, r.status::text, r.fire_at,
        r.attempt, r.refusal

@@ -2,9 +2,7 @@
 UPDATE executions e
 SET status = 'skipped', reason = %(reason)s, finished_at = clock_timestamp()
 FROM unnest(%(job_ids)s::uuid[], %(scheduled_fors)s::timestamptz[]) AS k (job_id, scheduled_for)
-WHERE e.job_id = k.job_id  -- the key as rows: see "Keys, not equalities" in the schema
-  AND (e.job_id, e.scheduled_for) >= (k.job_id, k.scheduled_for)
-  AND (e.job_id, e.scheduled_for) <= (k.job_id, k.scheduled_for)
+WHERE e.job_id = k.job_id AND e.scheduled_for = k.scheduled_for
   AND e.scheduled_for BETWEEN %(first)s AND %(last)s
   AND e.status = 'pending'
 RETURNING e.job_id, e.scheduled_for

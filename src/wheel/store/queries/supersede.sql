@@ -12,9 +12,7 @@ SET job_version = u.version,
 FROM unnest(%(job_ids)s::uuid[], %(scheduled_fors)s::timestamptz[], %(versions)s::bigint[],
             %(keep)s::boolean[], %(fire_ats)s::timestamptz[], %(priorities)s::integer[])
      AS u (job_id, scheduled_for, version, keep, fire_at, priority)
-WHERE e.job_id = u.job_id  -- the key as rows: see "Keys, not equalities" in the schema
-  AND (e.job_id, e.scheduled_for) >= (u.job_id, u.scheduled_for)
-  AND (e.job_id, e.scheduled_for) <= (u.job_id, u.scheduled_for)
+WHERE e.job_id = u.job_id AND e.scheduled_for = u.scheduled_for
   AND e.scheduled_for BETWEEN %(first)s AND %(last)s
   AND e.status = 'pending'
   AND e.job_version < u.version  -- a slower materialiser never undoes a newer carry

@@ -1,11 +1,13 @@
--- Keys, not equalities: the statements that lock or update executions match a
--- row's key with row comparisons and prune day partitions by the batch's first
--- and last instant (new parameters p_first and p_last), never per row. Postgres
--- 18 rebuilds a plan's run-time pruning state inside an EvalPlanQual recheck, in
--- memory freed when the recheck ends; a claim or a record that met a row another
--- transaction had just updated then crashed the backend (signal 11 in
--- perform_pruning_base_step) and with it every session of the server. See "Keys,
--- not equalities" in schema.sql and scripts/pg_claim_crash.py.
+-- One day per statement: the statements that lock or update executions by key
+-- take the batch's first and last instant (new parameters p_first and p_last),
+-- are planned with them (plan_cache_mode force_custom_plan) and are sent one UTC
+-- day at a time, so the planner prunes to one day partition and nothing is pruned
+-- per row at run time. Postgres 18 rebuilds a plan's run-time pruning state inside
+-- an EvalPlanQual recheck, in memory freed when the recheck ends; a claim or a
+-- record that met a row another transaction had just updated then crashed the
+-- backend (signal 11 in perform_pruning_base_step) and with it every session of
+-- the server. See "One day per statement" in schema.sql and
+-- scripts/pg_claim_crash.py.
 
 DROP FUNCTION wheel_claim(integer[], bigint[], uuid[], timestamptz[], text[], text[], float8, float8);
 
@@ -18,7 +20,8 @@ CREATE FUNCTION wheel_claim(
     fence bigint, attempt integer, lease_until timestamptz, job_version bigint, task_type text,
     payload bytea, pool text, priority integer, timeout_ms bigint, fire_at timestamptz
 ) LANGUAGE sql VOLATILE
-SET enable_hashjoin = off SET enable_mergejoin = off
+SET enable_hashjoin = off SET enable_mergejoin = off SET enable_seqscan = off
+SET plan_cache_mode = force_custom_plan  -- one day partition, no run-time pruning: see executions
 AS $$
     WITH owned AS (
         -- The partitions whose epoch is still the caller's, as one array: each key's
@@ -54,9 +57,7 @@ AS $$
             SELECT e.job_id, e.scheduled_for, e.fire_at, e.job_version, e.attempt, e.trigger,
                    e.tenant_id
             FROM executions e
-            WHERE e.job_id = w.job_id  -- the key as rows: see "Keys, not equalities" above executions
-              AND (e.job_id, e.scheduled_for) >= (w.job_id, w.scheduled_for)
-              AND (e.job_id, e.scheduled_for) <= (w.job_id, w.scheduled_for)
+            WHERE e.job_id = w.job_id AND e.scheduled_for = w.scheduled_for
               AND e.scheduled_for BETWEEN p_first AND p_last
               AND e.status = 'pending'
               AND e.partition = ANY(owned.partitions)
@@ -110,9 +111,7 @@ AS $$
             error = NULL,
             claimed_by = (SELECT node_id FROM owned)
         FROM decided p
-        WHERE e.job_id = p.job_id
-          AND (e.job_id, e.scheduled_for) >= (p.job_id, p.scheduled_for)
-          AND (e.job_id, e.scheduled_for) <= (p.job_id, p.scheduled_for)
+        WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for
           AND e.scheduled_for BETWEEN p_first AND p_last
           AND p.state = 'claimed'
         RETURNING e.job_id, e.scheduled_for, e.tenant_id, e.partition, e.fence, e.attempt,
@@ -123,9 +122,7 @@ AS $$
             reason = 'overlap: the previous run was still running (policy skip)',
             finished_at = clock_timestamp()
         FROM decided p
-        WHERE e.job_id = p.job_id
-          AND (e.job_id, e.scheduled_for) >= (p.job_id, p.scheduled_for)
-          AND (e.job_id, e.scheduled_for) <= (p.job_id, p.scheduled_for)
+        WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for
           AND e.scheduled_for BETWEEN p_first AND p_last
           AND p.state = 'skipped'
         RETURNING e.job_id, e.scheduled_for, e.fire_at
@@ -161,7 +158,8 @@ CREATE FUNCTION wheel_record_attempts(
     current_fence bigint, status wheel_execution_status, fire_at timestamptz, attempt integer,
     refusal text
 ) LANGUAGE sql VOLATILE
-SET enable_hashjoin = off SET enable_mergejoin = off  -- see wheel_claim
+SET enable_hashjoin = off SET enable_mergejoin = off SET enable_seqscan = off  -- see wheel_claim
+SET plan_cache_mode = force_custom_plan  -- one day partition, no run-time pruning: see executions
 AS $$
     WITH input AS (
         SELECT * FROM unnest(p_job_ids, p_scheduled_fors, p_fences, p_outcomes,
@@ -194,9 +192,7 @@ AS $$
             SELECT e.job_id, e.attempt, e.fire_at, e.executor_id, e.executor_instance,
                    e.started_at, e.fence, e.status
             FROM executions e
-            WHERE e.job_id = i.job_id  -- the key as rows: see "Keys, not equalities" above executions
-              AND (e.job_id, e.scheduled_for) >= (i.job_id, i.scheduled_for)
-              AND (e.job_id, e.scheduled_for) <= (i.job_id, i.scheduled_for)
+            WHERE e.job_id = i.job_id AND e.scheduled_for = i.scheduled_for
               AND e.scheduled_for BETWEEN p_first AND p_last
             LIMIT 1
             FOR UPDATE OF e
@@ -247,9 +243,7 @@ AS $$
             error = d.error,
             reason = CASE WHEN d.next_status = 'cancelled' THEN 'job deleted' ELSE e.reason END
         FROM decided d
-        WHERE e.job_id = d.job_id
-          AND (e.job_id, e.scheduled_for) >= (d.job_id, d.scheduled_for)
-          AND (e.job_id, e.scheduled_for) <= (d.job_id, d.scheduled_for)
+        WHERE e.job_id = d.job_id AND e.scheduled_for = d.scheduled_for
           AND e.scheduled_for BETWEEN p_first AND p_last
         RETURNING e.job_id, e.scheduled_for, e.fence, e.status, e.fire_at, e.attempt,
                   e.tenant_id
@@ -283,9 +277,7 @@ AS $$
     LEFT JOIN LATERAL (
         SELECT e.fence, e.status, e.fire_at, e.attempt
         FROM executions e
-        WHERE e.job_id = p.job_id
-          AND (e.job_id, e.scheduled_for) >= (p.job_id, p.scheduled_for)
-          AND (e.job_id, e.scheduled_for) <= (p.job_id, p.scheduled_for)
+        WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for
           AND e.scheduled_for BETWEEN p_first AND p_last
         LIMIT 1
     ) e ON true
@@ -295,6 +287,7 @@ $$;
 
 CREATE OR REPLACE FUNCTION wheel_apply_misfire(p_partitions integer[], p_epochs bigint[])
 RETURNS bigint LANGUAGE plpgsql VOLATILE
+SET plan_cache_mode = force_custom_plan  -- the overdue days only: see executions
 AS $$
 DECLARE
     v_first timestamptz;
@@ -349,9 +342,7 @@ BEGIN
                      || ' (policy fire_all)'
             END
         FROM missed o
-        WHERE e.job_id = o.job_id  -- the key as rows: see "Keys, not equalities"
-          AND (e.job_id, e.scheduled_for) >= (o.job_id, o.scheduled_for)
-          AND (e.job_id, e.scheduled_for) <= (o.job_id, o.scheduled_for)
+        WHERE e.job_id = o.job_id AND e.scheduled_for = o.scheduled_for
           AND e.scheduled_for BETWEEN v_first AND v_last
           AND e.status = 'pending'
           AND (o.misfire = 'skip'
@@ -363,3 +354,8 @@ BEGIN
     RETURN v_skipped;
 END
 $$;
+
+
+-- The notification trigger fires inside those functions' statements: it keeps its plan
+-- cached rather than inherit force_custom_plan for every row it sees.
+ALTER FUNCTION wheel_notify_run() SET plan_cache_mode = auto;
