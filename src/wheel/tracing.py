@@ -79,9 +79,15 @@ def _otlp_provider(service_name: str) -> TracerProvider:
     return provider
 
 
+def _run_ids(execution_id: str) -> tuple[int, int]:
+    """The run's trace id and the span id its attempts hang from, both from its id."""
+    digest = hashlib.sha256(execution_id.encode()).digest()
+    return int.from_bytes(digest[:16], "big"), int.from_bytes(digest[16:24], "big") or 1
+
+
 def trace_id_of(execution_id: str) -> int:
     """The trace every attempt of this run belongs to."""
-    return int.from_bytes(hashlib.sha256(execution_id.encode()).digest()[:16], "big")
+    return _run_ids(execution_id)[0]
 
 
 def _run_context(execution_id: str) -> Any:
@@ -89,10 +95,10 @@ def _run_context(execution_id: str) -> Any:
     from opentelemetry import trace
     from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-    digest = hashlib.sha256(execution_id.encode()).digest()
+    trace_id, span_id = _run_ids(execution_id)
     parent = SpanContext(
-        trace_id=int.from_bytes(digest[:16], "big"),
-        span_id=int.from_bytes(digest[16:24], "big") or 1,
+        trace_id=trace_id,
+        span_id=span_id,
         is_remote=True,
         trace_flags=TraceFlags(TraceFlags.SAMPLED),
     )

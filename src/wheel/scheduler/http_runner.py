@@ -42,8 +42,8 @@ from wheel.store.webhooks import Webhooks
 
 log = logging.getLogger(__name__)
 
-SECRETS_TTL_S = 10.0
-"""How long a tenant's signing secrets are reused before they are read again."""
+SETTINGS_TTL_S = 10.0
+"""How long a tenant's signing secrets and hosts are reused before they are read again."""
 _NO_TOKEN = uuid.UUID(int=0)
 
 
@@ -62,7 +62,7 @@ class HttpRunner:
         self._caller = Caller(
             EgressPolicy.of(config.denied_networks), concurrency=config.http_task_concurrency
         )
-        self._secrets: dict[TenantId, _Cached] = {}
+        self._settings_of: dict[TenantId, _Cached] = {}
         self._running: dict[tuple[str, int], asyncio.Task[None]] = {}
         self._drain: asyncio.Task[None] | None = None
         self.link: Link | None = None
@@ -197,8 +197,8 @@ class HttpRunner:
 
     async def _settings(self, tenant_id: TenantId) -> _Cached:
         now = time.monotonic()
-        cached = self._secrets.get(tenant_id)
+        cached = self._settings_of.get(tenant_id)
         if cached is None or cached.until < now:
             secrets, hosts = await self._webhooks.http_task_settings(tenant_id)
-            cached = self._secrets[tenant_id] = _Cached(secrets, hosts, now + SECRETS_TTL_S)
+            cached = self._settings_of[tenant_id] = _Cached(secrets, hosts, now + SETTINGS_TTL_S)
         return cached

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, LiteralString
+from typing import Any, LiteralString, TypeVar
 
 import psycopg
 
@@ -47,6 +47,7 @@ _ANY_TIME_S = 100 * 365 * 86400.0  # "claim whenever it fires"
 # wheel_count_in_flight: a claim read its tenant's room before a concurrent claim
 # committed, and went over the cap (the statement is rolled back).
 _OVERSHOT = "WH001"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,22 +353,12 @@ class Occurrences:
         if not items:
             return []
         items = sorted(items, key=lambda i: (i.key, i.fence))  # the order rows are locked in
-        rows: list[tuple[Any, ...]] = []
-        for day in by_day(items, lambda i: i.key.scheduled_for):
-            instants = [i.key.scheduled_for for i in day]
-            rows += await self._fetch(
-                sql("heartbeat"),
-                {
-                    "job_ids": [i.key.job_id for i in day],
-                    "scheduled_fors": instants,
-                    "fences": [i.fence for i in day],
-                    "executor_id": executor.executor_id,
-                    "instance": executor.instance,
-                    "lease_s": lease_s,
-                    **span(instants),
-                },
-                prepare=False,
-            )
+        rows = await self._per_day(
+            sql("heartbeat"), items, lambda i: i.key,
+            lambda day: {"fences": [i.fence for i in day], "executor_id": executor.executor_id,
+                         "instance": executor.instance, "lease_s": lease_s},
+            prepare=False,
+        )  # fmt: skip
         extended = {(_key(job_id, at), fence) for job_id, at, fence in rows}
         return [i for i in items if (i.key, i.fence) not in extended]
 
@@ -379,24 +370,18 @@ class Occurrences:
         idempotent goes to needs_review instead of retrying. NOT_STARTED gives
         the attempt back. A result whose fence is stale is refused and listed.
         """
-        rows: list[tuple[Any, ...]] = []
-        for day in by_day(_unique_sorted(results), lambda r: r.key.scheduled_for):
-            instants = [r.key.scheduled_for for r in day]
-            rows += await self._fetch(
-                sql("record_results"),
-                {
-                    "job_ids": [r.key.job_id for r in day],
-                    "scheduled_fors": instants,
-                    "fences": [r.fence for r in day],
-                    "outcomes": [r.outcome.value for r in day],
-                    "executors": [r.executor_id for r in day],
-                    "instances": [r.executor_instance for r in day],
-                    "started": [r.started_at for r in day],
-                    "finished": [r.finished_at for r in day],
-                    "errors": [r.error for r in day],
-                    **span(instants),
-                },
-            )
+        rows = await self._per_day(
+            sql("record_results"), _unique_sorted(results), lambda r: r.key,
+            lambda day: {
+                "fences": [r.fence for r in day],
+                "outcomes": [r.outcome.value for r in day],
+                "executors": [r.executor_id for r in day],
+                "instances": [r.executor_instance for r in day],
+                "started": [r.started_at for r in day],
+                "finished": [r.finished_at for r in day],
+                "errors": [r.error for r in day],
+            },
+        )  # fmt: skip
         return _split(rows)
 
     async def reap(self, epochs: Mapping[PartitionId, int], *, limit: int = 1000) -> list[Recorded]:
@@ -430,19 +415,9 @@ class Occurrences:
         """Record pending occurrences skipped with a reason; return the ones that were pending."""
         if not keys:
             return []
-        rows: list[tuple[Any, ...]] = []
-        for day in by_day(keys, lambda k: k.scheduled_for):
-            instants = [k.scheduled_for for k in day]
-            rows += await self._fetch(
-                sql("skip_pending"),
-                {
-                    "job_ids": [k.job_id for k in day],
-                    "scheduled_fors": instants,
-                    "reason": reason,
-                    **span(instants),
-                },
-                prepare=False,
-            )
+        rows = await self._per_day(
+            sql("skip_pending"), keys, lambda k: k, lambda day: {"reason": reason}, prepare=False
+        )
         return [_key(job_id, at) for job_id, at in rows]
 
     async def notify_due(self, partition: PartitionId, earliest: datetime) -> None:
@@ -468,6 +443,29 @@ class Occurrences:
             },
         )
         return sorted(PartitionId(p) for (p,) in rows)
+
+    async def _per_day(
+        self,
+        query: LiteralString,
+        items: Sequence[T],
+        key: Callable[[T], ExecutionKey],
+        params: Callable[[Sequence[T]], dict[str, object]],
+        *,
+        prepare: bool | None = None,
+    ) -> list[tuple[Any, ...]]:
+        """`query` once per UTC day of `items` (see wheel.store.days), with the day's keys as
+        job_ids and scheduled_fors, its span, and `params(day)`; every row, in day order."""
+        rows: list[tuple[Any, ...]] = []
+        for day in by_day(items, lambda item: key(item).scheduled_for):
+            keys = [key(item) for item in day]
+            instants = [k.scheduled_for for k in keys]
+            rows += await self._fetch(
+                query,
+                {"job_ids": [k.job_id for k in keys], "scheduled_fors": instants,
+                 **span(instants), **params(day)},
+                prepare=prepare,
+            )  # fmt: skip
+        return rows
 
     async def _fetch(
         self, query: LiteralString, params: Mapping[str, object], *, prepare: bool | None = None
