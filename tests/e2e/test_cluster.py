@@ -11,7 +11,6 @@ import asyncio
 import itertools
 import signal
 import statistics
-import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,16 +18,15 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.cluster import FAST, Cluster
+from tests.e2e.cluster import Cluster
+from tests.e2e.runs import PARTITIONS, jobs, statuses
 from tests.integration.coordinator.secured_etcd import PASSWORD, secured_etcd
 from tests.integration.notify.receiver import HANG, Receiver
-from wheel.api.server.registration import register_job, register_jobs
+from wheel.api.server.registration import register_job
 from wheel.model.http_tasks import HttpTask
-from wheel.model.ids import ExecutionKey, TenantId
-from wheel.model.jobs import Job, JobSpec, Policies, Schedule, ScheduleKind
+from wheel.model.ids import ExecutionKey
+from wheel.model.jobs import JobSpec, Policies, Schedule, ScheduleKind
 from wheel.store import Store
-
-PARTITIONS = int(FAST["partitions"])
 
 
 async def up(cluster: Cluster, nodes: int = 3, executors: int = 2, **node_options: Any) -> None:
@@ -40,24 +38,6 @@ async def up(cluster: Cluster, nodes: int = 3, executors: int = 2, **node_option
         await cluster.ready()
     except TimeoutError:
         pytest.fail(f"cluster did not settle\n{cluster.dump_logs()}")
-
-
-async def jobs(
-    store: Store,
-    tenant: TenantId,
-    task: str,
-    instants: Sequence[datetime],
-    payload: bytes = b"",
-    **policies: Any,
-) -> list[Job]:
-    specs = [
-        JobSpec(name=f"{task}-{uuid.uuid4().hex[:8]}", task_type=task,
-                schedule=Schedule(kind=ScheduleKind.AT, at=instant),
-                payload=payload, policies=Policies(**policies))
-        for instant in instants
-    ]  # fmt: skip
-    registered = await register_jobs(store, tenant, specs, partitions=PARTITIONS)
-    return [r.job for r in registered.registered]
 
 
 def whole_second(ahead_s: float) -> datetime:
@@ -79,14 +59,6 @@ def summary(name: str, values: list[float]) -> str:
     p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
     return (f"{name}: n={len(values)} p50={statistics.median(values):.1f} ms "
             f"p99={p99:.1f} ms max={values[-1]:.1f} ms")  # fmt: skip
-
-
-def statuses(cluster: Cluster, job_ids: Sequence[object]) -> dict[str, int]:
-    rows = cluster.query(
-        "SELECT status::text, count(*) FROM executions WHERE job_id = ANY(%s) GROUP BY 1",
-        list(job_ids),
-    )
-    return {status: count for status, count in rows}
 
 
 async def settle(

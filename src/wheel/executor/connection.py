@@ -87,6 +87,7 @@ class Stream:
         """Credit granted on this stream and not used by a dispatch yet, per pool."""
         self._results: list[pb.Result] = []
         self._heartbeats: list[pb.Heartbeat] = []
+        self._pongs: list[int] = []
         self._credits: dict[str, int] = {}
         """Credit granted and not yet sent, per pool."""
         self._waiting = asyncio.Event()
@@ -122,6 +123,12 @@ class Stream:
         self._waiting.set()
         return True
 
+    def send_pong(self, nonce: int) -> None:
+        """Answer a node's ping: it holds this executor back until it hears from it."""
+        if self.alive:
+            self._pongs.append(nonce)
+            self._waiting.set()
+
     def close(self) -> None:
         if self.alive:
             self.alive = False
@@ -130,10 +137,11 @@ class Stream:
     async def next_messages(self) -> list[pb.ExecutorMessage] | None:
         """Wait for something to send and take all of it; None once closed with nothing left.
 
-        Results go first (as one `Results`), then heartbeats, then credit summed
-        per pool: a node sees a run's result before the credit its end returned.
+        A pong goes first, then results (as one `Results`), then heartbeats, then
+        credit summed per pool: a node sees a run's result before the credit its
+        end returned.
         """
-        while not (self._results or self._heartbeats or self._credits):
+        while not (self._results or self._heartbeats or self._credits or self._pongs):
             if not self.alive:
                 return None
             self._waiting.clear()
@@ -143,6 +151,9 @@ class Stream:
     def take_messages(self) -> list[pb.ExecutorMessage]:
         """Everything owed right now, without waiting."""
         out: list[pb.ExecutorMessage] = []
+        pongs, self._pongs = self._pongs, []
+        if pongs:  # one answers every ping asked so far
+            out.append(pb.ExecutorMessage(pong=pb.Pong(nonce=pongs[-1])))
         results, self._results = self._results, []
         if len(results) == 1:
             out.append(pb.ExecutorMessage(result=results[0]))
@@ -351,6 +362,9 @@ class NodeLink:
             handler.on_stale_fence(stale.execution_id, stale.fence, stale.current_fence)
         elif kind == "accepted":
             handler.on_accepted(message.accepted.execution_id, message.accepted.fence)
+        elif kind == "ping":
+            log.info("link.pinged", extra={"node": self.node_id, "nonce": message.ping.nonce})
+            stream.send_pong(message.ping.nonce)
         else:
             log.warning("link.unexpected_message", extra={"node": self.node_id, "kind": kind})
 

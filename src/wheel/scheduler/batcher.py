@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Generic, TypeVar
 
-from wheel.errors import WheelError
+from wheel.errors import StoreUnavailable, WheelError
 
 T = TypeVar("T")
 
@@ -23,13 +23,17 @@ log = logging.getLogger(__name__)
 
 RETRY_MIN_S = 0.05
 RETRY_MAX_S = 2.0
+UNAVAILABLE_RETRY_MAX_S = 0.5
+"""While the store is unreachable a batch is tried again at least this often: the pool
+waits for a connection meanwhile, and work resumes as soon as Postgres is back."""
 
 
 class Batcher(Generic[T]):
     """`add` items; `handle(batch)` runs with up to `max_batch` of them, `concurrency` at once.
 
-    A batch whose handler raises is retried with backoff (the store was
-    unavailable): items are delayed, never dropped.
+    A batch whose handler raises is retried with backoff, doubling from
+    RETRY_MIN_S up to UNAVAILABLE_RETRY_MAX_S while the store is unreachable
+    and RETRY_MAX_S after any other error: items are delayed, never dropped.
     """
 
     def __init__(
@@ -39,17 +43,22 @@ class Batcher(Generic[T]):
         *,
         max_batch: int,
         concurrency: int = 1,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
+        """`sleep` waits out a backoff (a test's may only note it)."""
         self._name = name
+        self._sleep = sleep
         self._handle = handle
         self._max_batch = max_batch
         self._items: list[T] = []
+        self._handling: dict[int, list[T]] = {}
+        """The batches being handled (retried, perhaps), by worker."""
         self._ready = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
         self._busy = 0
         self._tasks = [
-            asyncio.create_task(self._work(), name=f"{name} batcher {i}")
+            asyncio.create_task(self._work(i), name=f"{name} batcher {i}")
             for i in range(concurrency)
         ]
 
@@ -60,6 +69,12 @@ class Batcher(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+    def pending(self) -> Iterator[T]:
+        """Every item added and not yet handled: queued, or in a batch being handled."""
+        for batch in self._handling.values():
+            yield from batch
+        yield from self._items
 
     async def flush(self) -> None:
         """Return once everything added so far has been handled."""
@@ -73,7 +88,7 @@ class Batcher(Generic[T]):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def _work(self) -> None:
+    async def _work(self, worker: int) -> None:
         while True:
             await self._ready.wait()
             if not self._items:
@@ -84,9 +99,11 @@ class Batcher(Generic[T]):
             if not self._items:
                 self._ready.clear()
             self._busy += 1
+            self._handling[worker] = batch
             try:
                 await self._retrying(batch)
             finally:
+                del self._handling[worker]
                 self._busy -= 1
                 if not self._items and not self._busy:
                     self._idle.set()
@@ -102,9 +119,13 @@ class Batcher(Generic[T]):
             except WheelError as exc:  # the store away: delayed, never dropped
                 log.warning(
                     "batcher.failed",
-                    extra={"batcher": self._name, "size": len(batch), "error": str(exc)},
-                )
+                    extra={"batcher": self._name, "size": len(batch), "error": str(exc),
+                           "retry_s": delay},
+                )  # fmt: skip
+                unreachable = isinstance(exc, StoreUnavailable)
+                cap_s = UNAVAILABLE_RETRY_MAX_S if unreachable else RETRY_MAX_S
             except Exception:  # a bug: say where, and still keep the items
                 log.exception("batcher.failed", extra={"batcher": self._name, "size": len(batch)})
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, RETRY_MAX_S)
+                cap_s = RETRY_MAX_S
+            await self._sleep(delay)  # backoff: the failure is not over by the next instant
+            delay = min(delay * 2, cap_s)

@@ -100,6 +100,10 @@ class Claims:
         """By tenant: runs in a claim now (counted against the cap with those in flight)."""
         self.running = 0
         """Claim statements in flight."""
+        self.dispatched_at_s: dict[str, float] = {}
+        """By pool: when a run of it was last dispatched (monotonic seconds)."""
+        self.failing: str = ""
+        """Why the last claim failed, until one succeeds ("" once one has)."""
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def stop(self) -> None:
@@ -107,15 +111,16 @@ class Claims:
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
+    def room(self, tenant: TenantId) -> int:
+        """How many more of the tenant's runs this node may claim now (its in-flight cap)."""
+        cap = self._config.tenant_in_flight_cap
+        return cap - self._in_flight.by_tenant[tenant] - self._reserved[tenant]
+
     def round(self) -> None:
         """Start claims for every pool with both waiting work and executor credit."""
         config = self._config
-        cap = config.tenant_in_flight_cap
-        by_tenant, reserved = self._in_flight.by_tenant, self._reserved
-
-        def room(tenant: TenantId) -> int:
-            return cap - by_tenant[tenant] - reserved[tenant]
-
+        room = self.room
+        reserved = self._reserved
         if self._recorder.behind():
             return  # each finished record batch wakes the dispatcher again
         links, ready = self._links, self._ready
@@ -178,6 +183,7 @@ class Claims:
             )
         except WheelError as exc:
             log.warning("engine.claim_failed", extra={"size": len(batch), "error": str(exc)})
+            self.failing = str(exc)
             await asyncio.sleep(RETRY_CLAIM_S)
             for item, link in batch:
                 self._links.refund(link, item.pool)
@@ -190,6 +196,7 @@ class Claims:
                 self._overlap.claiming.discard(item.key.job_id)
             self.running -= 1
             self._wake()
+        self.failing = ""
         took = time.perf_counter() - began
         self._stats.claim_batches += 1
         self._stats.claim_s += took
@@ -197,11 +204,13 @@ class Claims:
         by_key = {item.key: (item, link) for item, link in batch}
         outgoing: defaultdict[Link, list[Dispatch]] = defaultdict(list)
         now = datetime.fromtimestamp(self._clock.wall_ms() / 1000, UTC)
-        expires = self._clock.monotonic_ms() / 1000 + config.lease_s + LEASE_GRACE_S
+        now_s = self._clock.monotonic_ms() / 1000
+        expires = now_s + config.lease_s + LEASE_GRACE_S
         for claimed in outcome.claimed:
             item, link = by_key.pop(claimed.key)
             dispatch = self._dispatch(claimed, item, link, now, expires)
             if dispatch is not None:
+                self.dispatched_at_s[item.pool] = now_s
                 if tracing.enabled():
                     trace = tracing.dispatched(claimed, began_ns, began_ns + int(took * 1e9))
                     dispatch = dataclasses.replace(dispatch, traceparent=trace)

@@ -97,6 +97,9 @@ class SchedulerConfig:
     """Most results (or heartbeats) in one record statement."""
     reap_interval_s: float = 1.0
     """How often expired leases of owned partitions are reaped."""
+    dispatch_stall_s: float = 30.0
+    """Readiness fails (NOT_SERVING, saying why) while a pool's ready runs have waited this
+    long past their instants with executors holding credit for it and nothing dispatched."""
     tenant_in_flight_cap: int = 1000
     """Most executions of one tenant this node has claimed and not seen finish."""
     breaker_failures: int = 5
@@ -169,7 +172,7 @@ class SchedulerConfig:
             "partitions", "session_ttl_s", "window_s", "load_interval_s", "catch_up_interval_s",
             "materialise_interval_s", "horizon_s", "lease_s", "heartbeat_interval_s",
             "claim_batch", "claim_concurrency", "record_batch", "reap_interval_s",
-            "tenant_in_flight_cap", "breaker_failures", "breaker_cooldown_s",
+            "dispatch_stall_s", "tenant_in_flight_cap", "breaker_failures", "breaker_cooldown_s",
             "catch_up_rate_per_s", "max_clock_offset_ms", "clock_check_interval_s",
             "retention_days", "pool_size", "api_pool_size", "notify_poll_s",
             "notify_timeout_s", "notify_max_tries", "http_task_concurrency",

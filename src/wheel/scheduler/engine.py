@@ -18,6 +18,13 @@ into protobuf.
 The wheel is a cache: anything dropped here (a partition handed over, a
 claim that failed) is still pending in Postgres and is loaded again by
 whoever owns it.
+
+A lease that lapsed is the executor's doing only if it was silent: the
+reaper spares attempts whose result or heartbeat waits in the recorder, and
+holds back (and probes) only an executor that said nothing for
+SILENT_HEARTBEATS heartbeat intervals. `stalled()` says when runs wait
+although executors hold credit for them and nothing goes: readiness fails
+then, with the reason.
 """
 
 from __future__ import annotations
@@ -60,6 +67,9 @@ _ADD_CHUNK = 10_000
 _FINAL = (ExecutionStatus.SUCCEEDED, ExecutionStatus.DEAD, ExecutionStatus.NEEDS_REVIEW)
 _NOT_STARTED_BACKOFF_MS = 1000
 _NOT_STARTED_BACKOFF_MAX_MS = 60_000
+SILENT_HEARTBEATS = 2
+"""An executor silent for this many heartbeat intervals when a lease of its lapses is held
+back: a live one holding a running run heartbeats every interval."""
 
 
 class Engine:
@@ -117,6 +127,7 @@ class Engine:
         )  # fmt: skip
         self._spread_next_ms = 0.0
         self._dispatcher: asyncio.Task[None] | None = None
+        self._started_s = self._now_s()
 
     def now(self) -> datetime:
         """The engine's clock as an instant (what the loader and materialiser read too)."""
@@ -134,6 +145,7 @@ class Engine:
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
+        self._started_s = self._now_s()
         self.driver.start()
         self.recorder.start()
         self._dispatcher = asyncio.create_task(self._dispatch_loop(), name="dispatcher")
@@ -282,6 +294,7 @@ class Engine:
         return {
             "credit": {pool: self.links.credit(pool) for pool in sorted(pools)},
             "claims_running": self.claims.running,
+            "held_back": len(self.links.held_back()),
             "results_waiting": self.recorder.waiting(),
             **self.aside.counts(),
             "blocked": self.overlap.waiting(),
@@ -328,9 +341,12 @@ class Engine:
             self._refile(item)
 
     async def reap(self) -> int:
-        """Expired leases of owned partitions become failed attempts (the store's rule)."""
+        """Expired leases of owned partitions become failed attempts (the store's rule),
+        except those whose result or heartbeat waits in the recorder."""
         began_ns = time.time_ns()
-        recorded = await self._store.occurrences.reap(dict(self.owned))
+        spare = self.recorder.reporting()
+        recorded = await self._store.occurrences.reap(dict(self.owned), spare=spare)
+        silent_s = SILENT_HEARTBEATS * self.config.heartbeat_interval_s
         for item in recorded:
             if tracing.enabled():
                 status, ended_ns = item.status.value, time.time_ns()
@@ -338,21 +354,69 @@ class Engine:
             entry = self.in_flight.get(item.key)
             held = entry is not None and entry.fence == item.fence  # not a later re-dispatch's
             link = entry.link if entry is not None and held else None
-            if link is not None and link.open and not link.unresponsive and not link.http_runner:
-                # Its executor let a lease lapse while the stream looks up: paused or cut
-                # off. Its retry, and everything else, goes elsewhere until it speaks.
-                link.unresponsive = True
+            if (
+                link is not None
+                and not link.http_runner
+                and self.links.silent_for_s(link) > silent_s
+                and self.links.hold_back(link)
+            ):
+                # Silent while its stream looks up: paused, frozen or cut off. Its retry,
+                # and everything else, goes elsewhere until it answers a probe.
                 log.warning(
-                    "engine.executor_unresponsive",
-                    extra={"executor": link.executor_id, "execution": item.key.id},
-                )
+                    "engine.executor_held_back",
+                    extra={"executor": link.executor_id, "execution": item.key.id,
+                           "silent_s": round(self.links.silent_for_s(link), 3)},
+                )  # fmt: skip
             self._finished(item, Outcome.LEASE_EXPIRED)
         self.stats.reaped += len(recorded)
         return len(recorded)
 
+    def probe(self) -> int:
+        """Ask the executors held back whether they are there (once per heartbeat interval)."""
+        return self.links.probe(self.config.heartbeat_interval_s)
+
+    def stalled(self) -> str | None:
+        """Why this node dispatches nothing although it could, or None while it does.
+
+        Stalled: in some pool, the next run of a tenant with room has waited
+        `dispatch_stall_s` past its instant, executors hold credit for the pool
+        (usable or held back), and nothing of the pool was dispatched for as
+        long. Runs waiting for credit, or for a tenant's cap, are not a stall.
+        """
+        stall_s = self.config.dispatch_stall_s
+        now_ms, now_s = self._clock.wall_ms(), self._now_s()
+        for pool in self.ready.pools():
+            oldest_ms = self.ready.oldest_fire_at_ms(pool, self.claims.room)
+            if oldest_ms is None or now_ms - oldest_ms < stall_s * 1000:
+                continue
+            idle_s = now_s - self.claims.dispatched_at_s.get(pool, self._started_s)
+            holders = self.links.holding(pool)
+            if idle_s < stall_s or not holders:
+                continue
+            credit = ", ".join(f"{link.executor_id} {link.credits[pool]}" for link in holders)
+            causes = []
+            held_back = [link for link in holders if link.held_back]
+            if held_back:
+                names = ", ".join(f"{lk.executor_id} ({lk.probes} probes)" for lk in held_back)
+                causes.append(f"held back after a lapsed lease, not answering: {names}")
+            if self.claims.failing:
+                causes.append(f"claims fail: {self.claims.failing}")
+            if self.recorder.behind():
+                causes.append(f"recording is behind ({self.recorder.waiting()} results wait)")
+            because = f"; {'; '.join(causes)}" if causes else ""
+            return (
+                f"dispatch stalled in pool {pool!r}: {self.ready.waiting(pool)} runs ready, the"
+                f" oldest {(now_ms - oldest_ms) / 1000:.0f} s past its instant, none dispatched"
+                f" for {idle_s:.0f} s although executors hold credit ({credit}){because}"
+            )
+        return None
+
     def sweep(self) -> int:
-        """Forget in-flight entries whose lease is long gone (recorded by another node)."""
-        gone = self.in_flight.expired(self._now_s())
+        """Forget in-flight entries whose lease is long gone (recorded by another node), but
+        for those whose result or heartbeat waits in the recorder."""
+        expired = self.in_flight.expired(self._now_s())
+        spare = {fenced.key for fenced in self.recorder.reporting()} if expired else set()
+        gone = [key for key in expired if key not in spare]
         for key in gone:
             self.in_flight.done(key)
         if gone:
@@ -372,13 +436,20 @@ class Engine:
             in_flight=len(self.in_flight),
             links=len(self.links),
             ready={pool: self.ready.waiting(pool) for pool in sorted(self.ready.pools())},
-            credit={pool: self.links.credit(pool) for pool in sorted(pools)},
+            credit={pool: self.links.credit(pool, held_back=True) for pool in sorted(pools)},
+            held_back=len(self.links.held_back()),
             unserved=self.aside.unserved_by_task_type(),
             breakers={
                 task_type: (state.value, len(parked.get(task_type, ())))
                 for task_type, state in sorted(self.breakers.not_closed().items())
             },
             oldest_ready_ms=self.ready.oldest_fire_at_ms(),
+            oldest_ready_by_pool={
+                pool: oldest
+                for pool in sorted(self.ready.pools())
+                if (oldest := self.ready.oldest_fire_at_ms(pool)) is not None
+            },
+            stalled=self.stalled(),
             pressure=self.pressure(),
         )
 

@@ -12,6 +12,14 @@ One executor id is one live link: a second stream naming a live id from
 another process (another instance id) is refused; the same process
 reconnecting replaces its old link.
 
+A link is held back (`hold_back`) when a run's lease lapsed while its
+executor had been silent: paused, frozen or cut off. It gets no dispatches
+until it says anything again (`heard`). An executor holding nothing has
+nothing to say, so the node asks: a held-back link is probed at once and
+then every probe interval (`probe`), and an executor that is there answers
+at once. A lease that lapsed while the executor kept talking is the store's
+delay, not the executor's, and holds nothing back.
+
 The node's own HTTP task runner (`scheduler.http_runner`) is a link too, with
 no stream: it serves HTTP task types, which no executor serves, and its
 credit is in HTTP_POOL, where the node queues every HTTP task's runs. It is
@@ -22,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -30,8 +39,11 @@ from datetime import UTC, datetime
 from wheel.errors import Conflict
 from wheel.model.http_tasks import is_http_task_type
 from wheel.scheduler.messages import Hello
-from wheel.scheduler.outgoing import Outgoing
+from wheel.scheduler.outgoing import Outgoing, Probe
 from wheel.store.occurrences import ExecutorBinding
+from wheel.timingwheel import Clock, SystemClock
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(eq=False)
@@ -48,9 +60,16 @@ class Link:
     open: bool = True
     ended_because: str = ""
     """Why the node ended the stream (empty: it ended on its own)."""
-    unresponsive: bool = False
-    """A run's lease lapsed while the executor held it (paused, frozen, partitioned): no
-    more dispatches until it says anything again."""
+    heard_at_s: float = 0.0
+    """When it last said anything (monotonic seconds)."""
+    held_back_since_s: float | None = None
+    """Set while held back: a run's lease lapsed while the executor was silent (paused,
+    frozen, cut off). No dispatches until it says anything again."""
+    held_back_at: datetime | None = None
+    """The same instant on the wall clock (what the node publishes)."""
+    probed_at_s: float = 0.0
+    probes: int = 0
+    """Probes sent since it was held back."""
     connected_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     http_runner: bool = False
     """The node's HTTP task runner: HTTP task types only, credit in HTTP_POOL."""
@@ -58,6 +77,10 @@ class Link:
     @property
     def executor_id(self) -> str:
         return self.hello.executor_id
+
+    @property
+    def held_back(self) -> bool:
+        return self.held_back_since_s is not None
 
     @property
     def pools(self) -> tuple[str, ...]:
@@ -97,7 +120,9 @@ class Link:
 
 
 class Links:
-    def __init__(self) -> None:
+    def __init__(self, *, clock: Clock | None = None) -> None:
+        """`clock` times silences and probes (the system's by default)."""
+        self._clock: Clock = clock or SystemClock()
         self._links: dict[int, Link] = {}
         self._by_executor: dict[str, Link] = {}
         self._serial = itertools.count(1)
@@ -118,6 +143,7 @@ class Links:
                 )
             self.disconnect(live, because="replaced by a new stream from the same executor")
         link = Link(hello, token_id, next(self._serial), http_runner=http_runner)
+        link.heard_at_s = self._now_s()
         self._links[link.serial] = link
         self._by_executor[hello.executor_id] = link
         self.generation += 1
@@ -137,8 +163,14 @@ class Links:
             link.credits[pool] = link.credits.get(pool, 0) + count
             self.changed.set()
 
-    def credit(self, pool: str) -> int:
-        return sum(link.credits.get(pool, 0) for link in self._links.values())
+    def credit(self, pool: str, *, held_back: bool = False) -> int:
+        """Dispatches the links allow in the pool now; with `held_back`, also the credit of
+        links held back (what the executors have granted, usable or not)."""
+        return sum(
+            link.credits.get(pool, 0)
+            for link in self._links.values()
+            if held_back or link.held_back_since_s is None
+        )
 
     def take(self, pool: str, task_type: str) -> Link | None:
         """A link with credit for the pool that serves the task type, spreading dispatches
@@ -148,7 +180,7 @@ class Links:
             for link in self._links.values()
             if link.credits.get(pool, 0) > 0
             and link.serves(pool, task_type)
-            and not link.unresponsive
+            and link.held_back_since_s is None
         ]
         if not candidates:
             return None
@@ -156,11 +188,57 @@ class Links:
         link.credits[pool] -= 1
         return link
 
+    # -- silence ---------------------------------------------------------------------------
+
+    def _now_s(self) -> float:
+        return self._clock.monotonic_ms() / 1000
+
     def heard(self, link: Link) -> None:
         """The executor said something: it is alive, whatever a lapsed lease suggested."""
-        if link.unresponsive:
-            link.unresponsive = False
+        link.heard_at_s = self._now_s()
+        if link.held_back_since_s is not None:
+            log.info(
+                "engine.executor_heard_again",
+                extra={"executor": link.executor_id, "probes": link.probes,
+                       "held_back_s": round(link.heard_at_s - link.held_back_since_s, 3)},
+            )  # fmt: skip
+            link.held_back_since_s, link.held_back_at, link.probes = None, None, 0
             self.changed.set()
+
+    def silent_for_s(self, link: Link) -> float:
+        """How long since the executor last said anything."""
+        return self._now_s() - link.heard_at_s
+
+    def hold_back(self, link: Link) -> bool:
+        """Dispatch nothing more to `link` until it speaks, and ask it at once; False if it
+        was held back already."""
+        if link.held_back_since_s is not None or not link.open:
+            return False
+        link.held_back_since_s = self._now_s()
+        link.held_back_at = datetime.fromtimestamp(self._clock.wall_ms() / 1000, UTC)
+        self._send_probe(link)
+        return True
+
+    def probe(self, every_s: float) -> int:
+        """Ask every link held back for `every_s` since its last probe; how many were asked."""
+        now_s, asked = self._now_s(), 0
+        for link in self._links.values():
+            if link.held_back_since_s is not None and now_s - link.probed_at_s >= every_s:
+                self._send_probe(link)
+                asked += 1
+        return asked
+
+    def holding(self, pool: str) -> list[Link]:
+        """The links with credit in the pool (held back or not; the HTTP runner included)."""
+        return [link for link in self._links.values() if link.credits.get(pool, 0) > 0]
+
+    def held_back(self) -> list[Link]:
+        return [link for link in self._links.values() if link.held_back_since_s is not None]
+
+    def _send_probe(self, link: Link) -> None:
+        link.probed_at_s = self._now_s()
+        link.probes += 1
+        link.send(Probe(link.probes))
 
     def refund(self, link: Link, pool: str) -> None:
         """Give back a credit `take` used for a run that was not claimed after all."""

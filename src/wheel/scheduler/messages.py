@@ -22,7 +22,14 @@ from wheel.model.executions import AttemptResult, Fenced, Outcome
 from wheel.model.http_tasks import RESERVED_PREFIX
 from wheel.model.ids import ExecutionKey
 from wheel.model.jobs import MAX_NAME_LENGTH, MAX_POOL_LENGTH, MAX_TASK_TYPE_LENGTH
-from wheel.scheduler.outgoing import Acknowledgements, Dispatch, Dispatches, Outgoing, Refusal
+from wheel.scheduler.outgoing import (
+    Acknowledgements,
+    Dispatch,
+    Dispatches,
+    Outgoing,
+    Probe,
+    Refusal,
+)
 from wheel.timestamps import to_datetime, to_timestamp
 
 MAX_POOLS = 100
@@ -190,6 +197,8 @@ def outgoing_to_proto(message: Outgoing) -> pb.SchedulerMessage:
             acks.accepted.add(execution_id=fenced.key.id, fence=fenced.fence)
         acks.stale.extend(refusal_to_proto(refusal) for refusal in message.stale)
         return wire
+    if isinstance(message, Probe):
+        return pb.SchedulerMessage(ping=pb.Ping(nonce=message.nonce))
     return pb.SchedulerMessage(stale_fence=refusal_to_proto(message))
 
 

@@ -20,6 +20,10 @@ from an engine snapshot at scrape time, so nothing is kept twice.
     wheel_in_flight                   gauge      claimed and not yet finished
     wheel_executor_credit{pool}       gauge      dispatches executors allow now
     wheel_backlog_age_seconds         gauge      oldest due-but-unclaimed occurrence's age
+    wheel_ready_oldest_age_seconds{pool}  gauge  the same, by pool (pools with runs ready)
+    wheel_executors_held_back         gauge      executors held back after a lapsed lease
+    wheel_dispatch_stalled            gauge      1 while ready runs wait although executors
+                                                 hold credit and nothing goes (NOT_SERVING)
     wheel_upcoming{pool,within}       gauge      loaded occurrences due within 1 and 5 minutes
                                                  (a pre-scaling signal for executors)
     wheel_horizon_lag_seconds         gauge      how far materialisation trails now
@@ -170,6 +174,25 @@ class _EngineCollector(Collector):
         oldest = state.oldest_ready_ms
         age = max(0.0, (state.at_ms - oldest) / 1000) if oldest is not None else 0.0
         yield _gauge("wheel_backlog_age_seconds", "Oldest due-but-unclaimed age.", age)
+        by_pool = GaugeMetricFamily(
+            "wheel_ready_oldest_age_seconds",
+            "How long the oldest run ready in a pool has waited past its instant.",
+            labels=["pool"],
+        )
+        for pool, oldest_ms in state.oldest_ready_by_pool.items():
+            by_pool.add_metric([pool], max(0.0, (state.at_ms - oldest_ms) / 1000))
+        yield by_pool
+        yield _gauge(
+            "wheel_executors_held_back",
+            "Executors held back: a lease lapsed while they were silent; probed until they answer.",
+            state.held_back,
+        )
+        yield _gauge(
+            "wheel_dispatch_stalled",
+            "1 while ready runs wait although executors hold credit for them and none is "
+            "dispatched (readiness fails, saying why).",
+            0 if state.stalled is None else 1,
+        )
         upcoming = GaugeMetricFamily(
             "wheel_upcoming", "Loaded occurrences due within a window, by pool.",
             labels=["pool", "within"],

@@ -54,6 +54,7 @@ _MAINTAIN_INTERVAL_S = 600.0
 _STATS_INTERVAL_S = 10.0
 _BREAKERS_INTERVAL_S = 1.0
 _HEALTH_INTERVAL_S = 0.5
+_PROBE_TICK_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +95,8 @@ class SchedulerNode:
         self._tasks: list[asyncio.Task[None]] = []
         self._membership_task: asyncio.Task[None] | None = None
         self._health_status: int | None = None
+        self.not_serving_reason: str | None = "starting"
+        """Why readiness fails now (None while the node serves)."""
         self._layout = Layout(config.cluster)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -129,7 +132,7 @@ class SchedulerNode:
             store = await Store.open(config.postgres_dsn, min_size=2, max_size=config.pool_size)
             resources.push_async_callback(store.close)
             api_store = await Store.open(
-                config.postgres_dsn, min_size=1, max_size=config.api_pool_size
+                config.postgres_dsn, min_size=1, max_size=config.api_pool_size, name="wheel-api"
             )
             resources.push_async_callback(api_store.close)
             etcd = await Etcd.connect(config.etcd())
@@ -188,6 +191,7 @@ class SchedulerNode:
             every("breakers", _BREAKERS_INTERVAL_S, self._publish_breakers),
             every("links", _BREAKERS_INTERVAL_S, self._publish_links),
             every("health", _HEALTH_INTERVAL_S, self._refresh_health),
+            every("probes", _PROBE_TICK_S, self._probe),
             asyncio.create_task(self._membership_while_fit(), name="membership"),
         ]
         log.info("node.started", extra={"node": self.node_id, "address": self.address})
@@ -221,26 +225,43 @@ class SchedulerNode:
             await self.stop()
 
     def serving(self) -> bool:
-        """A member with its partitions loaded, reconciling ownership, on a sane clock."""
+        """A member with its partitions loaded, reconciling ownership, on a sane clock, and
+        dispatching what it can."""
+        return self.why_not_serving() is None
+
+    def why_not_serving(self) -> str | None:
+        """What keeps the node from serving now, or None while it serves."""
         membership = self.membership
         ownership = membership.ownership if membership is not None else None
-        return (
-            self.ready.is_set()
-            and self.clock_fit.is_set()
-            and membership is not None
-            and membership.joined.is_set()
-            and ownership is not None
-            and ownership.healthy
-        )
+        if not self.clock_fit.is_set():
+            return f"the clock is not within {self.config.max_clock_offset_ms} ms of the database's"
+        if membership is None or not membership.joined.is_set():
+            return "not a member of the cluster yet (etcd)"
+        if ownership is None or not ownership.healthy:
+            return "partition ownership cannot be reconciled (etcd)"
+        if not self.ready.is_set():
+            return "loading the partitions it was given"
+        if self._running is not None:
+            return self._running.engine.stalled()
+        return None
 
     async def _refresh_health(self) -> None:
-        """SERVING while `serving()`: what a readiness probe asks."""
+        """SERVING while `serving()`: what a readiness probe asks. A change is logged, with
+        the reason."""
         if self._running is None:
             return
-        serving = self.serving()
+        reason, before = self.why_not_serving(), self.not_serving_reason
+        self.not_serving_reason = reason
+        if _topic(reason) != _topic(before):  # its figures change every tick: not logged
+            if reason is None:
+                log.info("node.serving", extra={"node": self.node_id})
+            elif reason.startswith("dispatch stalled"):
+                log.error("node.not_serving", extra={"node": self.node_id, "reason": reason})
+            else:
+                log.info("node.not_serving", extra={"node": self.node_id, "reason": reason})
         status = (
             health_pb2.HealthCheckResponse.SERVING
-            if serving
+            if reason is None
             else health_pb2.HealthCheckResponse.NOT_SERVING
         )
         if status != self._health_status:
@@ -345,6 +366,9 @@ class SchedulerNode:
         await self._parts.engine.reap()
         self._parts.engine.sweep()
 
+    async def _probe(self) -> None:
+        self._parts.engine.probe()
+
     async def _materialise(self) -> None:
         parts = self._parts
         if parts.engine.owned:
@@ -397,3 +421,8 @@ class SchedulerNode:
                 "action": "taking no partitions until the clock agrees with the database",
             },
         )
+
+
+def _topic(reason: str | None) -> str | None:
+    """What a reason is about, without its figures (what comes before its first colon)."""
+    return None if reason is None else reason.partition(":")[0]

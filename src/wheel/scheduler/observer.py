@@ -102,13 +102,20 @@ class EngineSnapshot:
     ready: dict[str, int]
     """Fired and waiting for executor credit, by pool."""
     credit: dict[str, int]
-    """Dispatches the connected executors allow now, by pool (every pool served or waiting)."""
+    """Dispatches the connected executors allow, by pool (every pool served or waiting),
+    the credit of executors held back included."""
+    held_back: int
+    """Executors held back: a lease lapsed while they were silent; probed until they answer."""
     unserved: dict[str, int]
     """Due runs no connected executor serves, by task type."""
     breakers: dict[str, tuple[str, int]]
     """Task types whose breaker is not closed: its state and how many runs are parked."""
     oldest_ready_ms: int | None
     """The wall-clock instant of the oldest fired, unclaimed occurrence."""
+    oldest_ready_by_pool: dict[str, int]
+    """The same, by pool (pools with runs ready only)."""
+    stalled: str | None
+    """Why dispatch is stalled (`Engine.stalled`), or None."""
     pressure: dict[str, object]
     """What holds claims back: see `Engine.pressure`."""
 

@@ -1,4 +1,5 @@
-"""What a node sends an executor, as domain values: dispatches, acknowledgements, refusals.
+"""What a node sends an executor, as domain values: dispatches, acknowledgements, refusals,
+probes.
 
 The engine and the recorder put these on a link's outbox; the stream turns
 them into protobuf as it writes them (`scheduler.messages`), so nothing in
@@ -58,4 +59,12 @@ class Acknowledgements:
     stale: tuple[Refusal, ...] = ()
 
 
-Outgoing: TypeAlias = Dispatches | Acknowledgements | Refusal
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """Are you there? Sent to an executor the node holds back; its answer (any message)
+    lets dispatches go to it again."""
+
+    nonce: int
+
+
+Outgoing: TypeAlias = Dispatches | Acknowledgements | Refusal | Probe

@@ -4,8 +4,9 @@ Two documents per node, rewritten only when they change and gone with the
 node's lease: `breakers/<node>` (task types whose breaker is not closed, and
 how many runs are parked; `explain` names them) and `links/<node>` (the
 executors streaming to it with their pools, task types and credit, and what
-waits here; `explain`, job warnings and `wheel executors` read it). etcd being
-away skips a write; the next tick tries again.
+waits here, executors held back and a stalled dispatch; `explain`, job warnings
+and `wheel executors` read it). etcd being away skips a write; the next tick
+tries again.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from wheel.coordinator.session import Session
 from wheel.errors import CoordinatorError
 from wheel.model.http_tasks import HTTP_POOL
 from wheel.scheduler.engine import Engine
+from wheel.scheduler.links import Link
 
 
 class Publisher:
@@ -46,6 +48,7 @@ class Publisher:
                 "credit": dict(sorted(link.credits.items())),
                 "since": link.connected_at.isoformat(timespec="seconds"),
                 "in_flight": engine.in_flight.by_link.get(link.serial, 0),
+                **_held_back(link),
             }
             for link in sorted(engine.links, key=lambda link: link.executor_id)
         }
@@ -53,6 +56,8 @@ class Publisher:
         document: dict[str, object] = {
             "executors": executors, "ready": snapshot.ready, "unserved": snapshot.unserved,
         }  # fmt: skip
+        if snapshot.stalled is not None:
+            document["stalled"] = snapshot.stalled
         runner = engine.links.http_runner
         if runner is not None:  # this node runs HTTP tasks (every node does)
             document["http_runner"] = {
@@ -75,3 +80,11 @@ class Publisher:
         except CoordinatorError:
             return  # etcd is away: the next tick tries again
         self._published[key] = published
+
+
+def _held_back(link: Link) -> dict[str, object]:
+    """Since when the node holds the executor back, and how often it asked it since."""
+    if link.held_back_at is None:
+        return {}
+    return {"held_back_since": link.held_back_at.isoformat(timespec="seconds"),
+            "probes": link.probes}  # fmt: skip

@@ -138,10 +138,21 @@ class ReadyQueues:
         """Pools with occurrences waiting."""
         return list(self._pools)
 
-    def oldest_fire_at_ms(self) -> int | None:
-        """The earliest instant of anything waiting (the backlog's age starts there)."""
+    def oldest_fire_at_ms(
+        self, pool_name: str | None = None, room: Callable[[TenantId], int] | None = None
+    ) -> int | None:
+        """The earliest instant waiting (the backlog's age starts there), in one pool or all,
+        of tenants with `room` or all. Read off each tenant's next run (cheap: the loaded runs
+        are not walked), which is its oldest at the highest priority it has waiting."""
+        if pool_name is None:
+            pools = list(self._pools.values())
+        else:
+            pools = [pool] if (pool := self._pools.get(pool_name)) is not None else []
         heads = [
-            heap[0][3].fire_at_ms for pool in self._pools.values() for heap in pool.heaps.values()
+            heap[0][3].fire_at_ms
+            for pool in pools
+            for tenant, heap in pool.heaps.items()
+            if room is None or room(tenant) > 0
         ]
         return min(heads, default=None)
 

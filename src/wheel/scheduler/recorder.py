@@ -15,6 +15,9 @@ Contract:
 - `behind()` is true while more than a few batches wait: a finished run's
   result that waits past its lease gets the occurrence reaped and run again,
   so the engine claims nothing more until this catches up.
+- `reporting()` names the attempts whose result or heartbeat waits here: the
+  executor spoke of them, so a lease of theirs that lapsed meanwhile is this
+  node's delay (the store away or slow), and the reaper spares them.
 """
 
 from __future__ import annotations
@@ -109,6 +112,16 @@ class Recorder:
 
     def behind(self) -> bool:
         return self.waiting() > BEHIND_BATCHES * self._config.record_batch
+
+    def reporting(self) -> set[Fenced]:
+        """The attempts whose result or heartbeat came in and is not yet recorded."""
+        waiting: set[Fenced] = set()
+        if self._results is not None:
+            results = self._results.pending()
+            waiting.update(Fenced(result.key, result.fence) for _, result in results)
+        if self._heartbeats is not None:
+            waiting.update(fenced for _, fenced in self._heartbeats.pending())
+        return waiting
 
     # -- what comes in ---------------------------------------------------------------------
 

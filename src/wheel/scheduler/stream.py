@@ -4,7 +4,8 @@ An executor says Hello (id, instance, pools, task types, capacity), the
 node checks it and the executor token, answers Welcome (its id, how often to
 heartbeat), and from then on the executor sends credits, heartbeats and
 results while the node sends dispatches, result acknowledgements, refusals
-and cancellations. A broken stream loses nothing: the executor keeps
+and cancellations. The node pings an executor it holds back, which answers
+with a pong. A broken stream loses nothing: the executor keeps
 unacknowledged results and sends them again on another stream; dispatched
 work not heard of again is reaped when its lease runs out.
 
@@ -225,6 +226,8 @@ class ExecutorStreamService:
                         fenced = messages.heartbeat_from_proto(beat)
                         if fenced is not None:
                             recorder.heartbeat(link, fenced)
+                elif body == "pong":
+                    pass  # the answer to a probe: that it came (links.heard) is all it says
                 elif body == "hello":
                     raise InvalidArgument("hello", "sent again: only the first message is a hello")
                 else:

@@ -26,7 +26,9 @@ from wheel.store.translate import translated
 log = logging.getLogger(__name__)
 
 CHANNEL = "wheel_due"
-RETRY_MAX_S = 5.0
+RETRY_MAX_S = 0.5
+"""While Postgres is away the listener tries again at least this often: back as soon as it
+is (what was notified meanwhile, the scan on reconnect finds)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +85,7 @@ async def listen(
     """Follow `wheel_due` until cancelled: `connected()` after each (re)connect (what was
     sent while nobody listened needs a scan), then `handle` for every batch."""
     delay_s = 0.1
+    failures = 0
     while True:
         try:
             async with translated():
@@ -92,13 +95,17 @@ async def listen(
             async with conn:
                 await conn.execute(f"LISTEN {CHANNEL}")
                 listening.set()
-                delay_s = 0.1
+                if failures:
+                    log.info("notifications.listening", extra={"failures": failures})
+                delay_s, failures = 0.1, 0
                 await connected()
                 await _follow(conn, handle)
         except asyncio.CancelledError:
             raise
-        except (psycopg.Error, OSError) as exc:  # Postgres away or the connection broke
-            log.warning("notifications.listen_failed", extra={"error": repr(exc)})
+        except (psycopg.Error, OSError, WheelError) as exc:  # Postgres away, or it broke
+            failures += 1
+            if failures == 1:  # once per outage: the pool's log says the rest
+                log.warning("notifications.listen_failed", extra={"error": repr(exc)})
         except Exception:  # a bug: say where, and listen again
             log.exception("notifications.listen_failed")
         finally:

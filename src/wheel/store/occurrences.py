@@ -384,8 +384,15 @@ class Occurrences:
         )  # fmt: skip
         return _split(rows)
 
-    async def reap(self, epochs: Mapping[PartitionId, int], *, limit: int = 1000) -> list[Recorded]:
-        """Expired leases of partitions still ours count as failed attempts (same rule)."""
+    async def reap(
+        self,
+        epochs: Mapping[PartitionId, int],
+        *,
+        limit: int = 1000,
+        spare: Collection[Fenced] = (),
+    ) -> list[Recorded]:
+        """Expired leases of partitions still ours count as failed attempts (same rule),
+        except the attempts in `spare` (their result or heartbeat waits to be recorded)."""
         if not epochs:
             return []
         rows = await self._fetch(
@@ -394,6 +401,9 @@ class Occurrences:
                 "partitions": sorted(epochs),
                 "epochs": [epochs[p] for p in sorted(epochs)],
                 "limit": limit,
+                "spare_job_ids": [f.key.job_id for f in spare],
+                "spare_scheduled_fors": [f.key.scheduled_for for f in spare],
+                "spare_fences": [f.fence for f in spare],
             },
         )
         return _split(rows).recorded

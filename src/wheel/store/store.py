@@ -55,11 +55,19 @@ class Store:
 
     @classmethod
     async def open(
-        cls, dsn: str, *, min_size: int = 2, max_size: int = 10, timeout_s: float = 30
+        cls,
+        dsn: str,
+        *,
+        min_size: int = 2,
+        max_size: int = 10,
+        timeout_s: float = 30,
+        name: str = "wheel",
     ) -> Store:
-        return cls.over(
-            await open_pool(dsn, min_size=min_size, max_size=max_size, timeout_s=timeout_s)
+        """`name` names its pool in logs."""
+        pool = await open_pool(
+            dsn, min_size=min_size, max_size=max_size, timeout_s=timeout_s, name=name
         )
+        return cls.over(pool)
 
     async def close(self) -> None:
         await self.pool.close()

@@ -76,6 +76,10 @@ class ScriptedExecutor:
     """Every refusal the node sent, with its reason."""
     ended: grpc.aio.AioRpcError | None = None
     """How the node ended the stream, if it did."""
+    answers_pings: bool = True
+    """Answer the node's pings (False: like a frozen executor, or one that predates them)."""
+    pings: int = 0
+    """Pings the node sent."""
     _outbox: asyncio.Queue[pb.ExecutorMessage | None] = field(default_factory=asyncio.Queue)
     _task: asyncio.Task[None] | None = None
     _channel: grpc.aio.Channel | None = None
@@ -139,6 +143,11 @@ class ScriptedExecutor:
                 self.accepted.extend((a.execution_id, a.fence) for a in acks.accepted)
                 self.stale.extend((s.execution_id, s.fence) for s in acks.stale)
                 self.refusals.extend(acks.stale)
+            elif body == "ping":
+                self.pings += 1
+                if self.answers_pings:
+                    pong = pb.Pong(nonce=message.ping.nonce)
+                    self._outbox.put_nowait(pb.ExecutorMessage(pong=pong))
             for dispatch in dispatches:
                 task = asyncio.create_task(self._run(dispatch))
                 self._running.add(task)

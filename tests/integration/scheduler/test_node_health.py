@@ -10,8 +10,13 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from tests.integration.nodes import NodeFactory
+from tests.integration.scheduler.helpers import at, create_job, status, tenant
+from tests.integration.scheduler.scripted_executor import connected
+from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.errors import StoreUnavailable
+from wheel.model.executions import ExecutionStatus
 from wheel.scheduler.node import SchedulerNode
+from wheel.store import Store
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -80,3 +85,44 @@ async def test_not_serving_while_it_cannot_take_the_partitions_it_should_own(
         await _status_becomes(stub, SERVING, node, "once it can")
     assert node.engine is not None
     assert len(node.engine.owned) == node.config.partitions
+
+
+async def test_not_serving_while_ready_runs_wait_on_an_executor_that_does_not_answer(
+    start_node: NodeFactory, store: Store
+) -> None:
+    """The executor lets a lease lapse in silence and answers no probe: its runs pile up
+    although it holds credit, so the node is not serving, and says why; once it answers,
+    they go to it and the node serves again."""
+    node = await start_node(dispatch_stall_s=2.0)
+    hung = asyncio.Event()
+
+    async def first_hangs(dispatch: pb.Dispatch) -> tuple[int, str]:
+        if not hung.is_set():
+            hung.set()
+            await asyncio.Event().wait()  # silent for good: no heartbeat, no result
+        return pb.Result.OUTCOME_SUCCEEDED, ""
+
+    executor = await connected(
+        node, behaviour=first_hangs, heartbeat_every_s=None, answers_pings=False
+    )
+    owner = await tenant(store)
+    first = await create_job(store, owner, at(1), max_attempts=1)
+    async with grpc.aio.insecure_channel(node.address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        await _status_becomes(stub, SERVING, node, "joined")
+        await hung.wait()
+        await executor.wait_for(lambda: executor.pings > 0)  # held back once its lease lapsed
+        piled = [await create_job(store, owner, at(0)) for _ in range(3)]
+        await _status_becomes(stub, NOT_SERVING, node, "runs wait on a silent executor")
+        reason = node.not_serving_reason or ""
+        assert "dispatch stalled in pool 'default': 3 runs ready" in reason, reason
+        assert "held back after a lapsed lease, not answering: scripted" in reason, reason
+        assert node.engine.snapshot().held_back == 1
+        executor.answers_pings = True  # the next probe is answered
+        await _status_becomes(stub, SERVING, node, "once it answers")
+    await executor.wait_for(lambda: len(executor.accepted) == 3)  # the piled runs, done
+    assert first.spec.schedule.at is not None
+    assert await status(store, first, first.spec.schedule.at) is ExecutionStatus.DEAD
+    for job in piled:
+        assert job.spec.schedule.at is not None
+        assert await status(store, job, job.spec.schedule.at) is ExecutionStatus.SUCCEEDED

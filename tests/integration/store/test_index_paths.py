@@ -34,6 +34,9 @@ PARAMS = {
     "scheduled_after": EPOCH_START,
     "scheduled_before": FAR,
     "created_after": None,
+    "spare_job_ids": [uuid.uuid4()],
+    "spare_scheduled_fors": [EPOCH_START],
+    "spare_fences": [1],
 }
 
 

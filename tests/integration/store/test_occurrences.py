@@ -277,6 +277,30 @@ async def test_the_reaper_counts_an_expired_lease_as_a_failed_attempt(store: Sto
     assert [(a.number, a.outcome) for a in execution.attempts] == [(1, Outcome.LEASE_EXPIRED)]
 
 
+async def test_the_reaper_spares_the_attempts_it_is_told_of_and_no_other_fence(
+    store: Store,
+) -> None:
+    """A lapsed lease whose result or heartbeat waits in the node's recorder is spared; a
+    spared key with another fence (an older dispatch's report) spares nothing."""
+    owner = await make.tenant(store)
+    job = await make.job(store, owner, partition=7, max_attempts=3)
+    times = make.minutes(make.soon(), 3)
+    await store.occurrences.insert([make.occurrence(job, t) for t in times])
+    epochs = await owned(store, 7)
+    keys = [ExecutionKey(job.id, t) for t in times]
+    claimed = await store.occurrences.claim(keys, epochs, lease_s=0)
+    fences = {c.key: c.fence for c in claimed}
+    spare = [Fenced(keys[0], fences[keys[0]]), Fenced(keys[1], fences[keys[1]] - 1)]
+    reaped = await store.occurrences.reap(epochs, spare=spare)
+    assert sorted(r.key for r in reaped) == keys[1:]
+    # Its result, recorded late, is accepted: the attempt was never taken from it.
+    result = await store.occurrences.record_results(
+        [AttemptResult(keys[0], fences[keys[0]], Outcome.SUCCEEDED)]
+    )
+    assert [r.status for r in result.recorded] == [ExecutionStatus.SUCCEEDED]
+    assert await store.occurrences.reap(epochs) == []
+
+
 async def test_a_claim_racing_an_epoch_change_is_fenced(store: Store, database_dsn: str) -> None:
     owner = await make.tenant(store)
     job = await make.job(store, owner, partition=8)

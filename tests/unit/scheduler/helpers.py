@@ -103,6 +103,14 @@ class MemoryOccurrences:
     """Keys the claim sees and does not take, and why (the rest it claims)."""
     asked: asyncio.Event = field(default_factory=asyncio.Event)
     """Set by every claim."""
+    lapsed: list[Fenced] = field(default_factory=list)
+    """Attempts whose lease has lapsed: the next reap takes those it does not spare."""
+    spared: list[set[Fenced]] = field(default_factory=list)
+    """What each reap was asked to spare."""
+    heartbeats_open: asyncio.Event = field(default_factory=asyncio.Event)
+    """Heartbeats wait for this (`bench` sets it; clear it and they wait: the store away)."""
+    records_open: asyncio.Event = field(default_factory=asyncio.Event)
+    """Results wait for this, as heartbeats do."""
 
     async def claim_batch(
         self,
@@ -142,6 +150,7 @@ class MemoryOccurrences:
         return ClaimOutcome(claimed, unclaimed)
 
     async def record_results(self, results: Iterable[AttemptResult]) -> RecordOutcome:
+        await self.records_open.wait()
         recorded = []
         for result in results:
             self.recorded.append(result)
@@ -154,10 +163,22 @@ class MemoryOccurrences:
     async def heartbeat(
         self, items: Sequence[Fenced], *, executor: ExecutorBinding, lease_s: float
     ) -> list[Fenced]:
+        await self.heartbeats_open.wait()
         return []
 
-    async def reap(self, epochs: Mapping[PartitionId, int], *, limit: int = 1000) -> list[Recorded]:
-        return []
+    async def reap(
+        self,
+        epochs: Mapping[PartitionId, int],
+        *,
+        limit: int = 1000,
+        spare: Collection[Fenced] = (),
+    ) -> list[Recorded]:
+        """The lapsed attempts not spared, each its run's last (dead: nothing is retried)."""
+        self.spared.append(set(spare))
+        taken = [f for f in self.lapsed if f not in spare]
+        self.lapsed = [f for f in self.lapsed if f in spare]
+        return [Recorded(f.key, f.fence, ExecutionStatus.DEAD, self.due[f.key].fire_at, f.fence)
+                for f in taken]  # fmt: skip
 
     async def skip(self, keys: Sequence[ExecutionKey], reason: str) -> list[ExecutionKey]:
         return list(keys)
@@ -215,8 +236,10 @@ def bench(*, observer: Heard | None = None, **settings: Any) -> Bench:
     )
     clock = ManualClock(wall_ms=int(T0.timestamp() * 1000))
     occurrences = MemoryOccurrences()
+    occurrences.heartbeats_open.set()
+    occurrences.records_open.set()
     store = cast(Store, type("MemoryStore", (), {"occurrences": occurrences})())
-    links = Links()
+    links = Links(clock=clock)
     engine = Engine(config, store, links, clock=clock, alarm=clock, observer=observer)
     engine.own(PARTITION, 1)
     return Bench(engine, clock, occurrences, links)

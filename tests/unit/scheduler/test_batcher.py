@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from wheel.scheduler.batcher import Batcher
+import pytest
+
+from wheel.errors import StoreError, StoreUnavailable
+from wheel.scheduler.batcher import RETRY_MAX_S, RETRY_MIN_S, UNAVAILABLE_RETRY_MAX_S, Batcher
 
 
 async def test_items_queued_while_a_batch_runs_form_the_next_batch() -> None:
@@ -40,3 +43,32 @@ async def test_a_failing_batch_is_retried_not_dropped() -> None:
     await asyncio.wait_for(batcher.flush(), 10)
     await batcher.close()
     assert seen == [[1, 2]] * 3
+
+
+@pytest.mark.parametrize(
+    ("error", "cap_s"),
+    [(StoreUnavailable("cannot reach Postgres"), UNAVAILABLE_RETRY_MAX_S),
+     (StoreError("Postgres error (XX000)"), RETRY_MAX_S)],
+)  # fmt: skip
+async def test_a_batch_the_store_refuses_is_retried_after_a_backoff_that_doubles(
+    error: StoreError, cap_s: float
+) -> None:
+    """Unreachable, it is tried again at least every half second (back as soon as Postgres
+    is); any other store error backs off further."""
+    delays: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        delays.append(seconds)
+
+    async def refused(batch: list[int]) -> None:
+        if len(delays) < 10:
+            raise error
+
+    batcher = Batcher("test", refused, max_batch=10, sleep=sleep)
+    batcher.add(1)
+    assert list(batcher.pending()) == [1]
+    await asyncio.wait_for(batcher.flush(), 10)
+    await batcher.close()
+    doubling = [min(RETRY_MIN_S * 2**n, cap_s) for n in range(10)]
+    assert delays == pytest.approx(doubling)
+    assert list(batcher.pending()) == []

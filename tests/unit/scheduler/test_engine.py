@@ -11,7 +11,7 @@ from datetime import timedelta
 from tests.unit.scheduler.helpers import PARTITION, TOKEN, Bench, Heard, bench, due_runs, hello
 from wheel.model.executions import AttemptResult, ClaimState, Outcome
 from wheel.scheduler.links import Link
-from wheel.scheduler.outgoing import Acknowledgements, Dispatches, Outgoing
+from wheel.scheduler.outgoing import Acknowledgements, Dispatches, Outgoing, Probe
 
 
 async def _next(link: Link) -> Outgoing:
@@ -129,5 +129,112 @@ async def test_runs_the_claim_skips_are_counted_by_reason_and_forgotten() -> Non
         assert due[0].key not in e.known
         e.note_skipped("misfire", 3)
         assert ("skipped", ("misfire", 3)) in heard.events
+    finally:
+        await e.stop()
+
+
+async def test_a_lapse_holds_an_executor_back_only_if_it_was_silent_and_then_it_is_probed() -> None:
+    b = bench(prefetch_ms=0, lead_ms=0, claim_slice_ms=1, lease_s=10.0, heartbeat_interval_s=1.0)
+    e = b.engine
+    e.start()
+    try:
+        link = _connected(b)
+        b.add(due_runs(uuid.uuid4(), 2, overlap="allow", fire_at=b.now()))
+        b.clock.advance(1)
+        sent = await _next(link)
+        assert isinstance(sent, Dispatches)
+        first, second = sent.fences()
+        # The store let a lease lapse (it was away) while the executor kept talking.
+        b.clock.advance(1500)
+        e.links.heard(link)
+        b.occurrences.lapsed = [first]
+        assert await e.reap() == 1
+        assert not link.held_back, "a lapse the store caused is not the executor's"
+        # Silent for more than two heartbeat intervals: paused, frozen or cut off.
+        b.clock.advance(2001)
+        b.occurrences.lapsed = [second]
+        assert await e.reap() == 1
+        assert link.held_back
+        assert await _next(link) == Probe(1), "asked at once"
+        b.clock.advance(1000)
+        assert e.probe() == 1, "and again every heartbeat interval"
+        assert await _next(link) == Probe(2)
+        e.links.heard(link)
+        assert not link.held_back
+    finally:
+        await e.stop()
+
+
+async def test_the_reaper_spares_attempts_whose_result_or_heartbeat_waits_to_be_recorded() -> None:
+    b = bench(prefetch_ms=0, lead_ms=0, claim_slice_ms=1)
+    e = b.engine
+    e.start()
+    try:
+        link = _connected(b)
+        b.add(due_runs(uuid.uuid4(), 3, overlap="allow", fire_at=b.now()))
+        b.clock.advance(1)
+        sent = await _next(link)
+        assert isinstance(sent, Dispatches)
+        beating, done, silent = sent.fences()
+        b.occurrences.heartbeats_open.clear()  # the store is away
+        b.occurrences.records_open.clear()
+        e.recorder.heartbeat(link, beating)
+        e.recorder.report(link, AttemptResult(done.key, done.fence, Outcome.SUCCEEDED))
+        assert e.recorder.reporting() == {beating, done}
+        await asyncio.sleep(0)  # the batchers take them: being recorded, not yet recorded
+        assert e.recorder.reporting() == {beating, done}
+        b.occurrences.lapsed = [beating, done, silent]
+        assert await e.reap() == 1, "only the attempt nobody spoke of"
+        assert b.occurrences.spared[-1] == {beating, done}
+        assert silent.key not in e.in_flight
+        assert {beating.key, done.key} <= set(e.in_flight)
+    finally:
+        b.occurrences.heartbeats_open.set()
+        b.occurrences.records_open.set()
+        await e.stop()
+    assert e.recorder.reporting() == set()
+
+
+async def test_ready_runs_that_a_held_back_executor_s_credit_cannot_take_are_a_stall() -> None:
+    b = bench(prefetch_ms=0, lead_ms=0, claim_slice_ms=1, dispatch_stall_s=30.0)
+    e = b.engine
+    e.start()
+    try:
+        link = _connected(b)
+        e.links.hold_back(link)
+        assert await _next(link) == Probe(1)
+        b.add(due_runs(uuid.uuid4(), 3, overlap="allow", fire_at=b.now()))
+        b.clock.advance(29_999)
+        assert len(e.ready) == 3
+        assert e.stalled() is None, "not for 30 s yet"
+        b.clock.advance(1)
+        reason = e.stalled()
+        assert reason is not None
+        assert "dispatch stalled in pool 'default': 3 runs ready" in reason
+        assert "executors hold credit (ex 10)" in reason
+        assert "held back after a lapsed lease, not answering: ex (1 probes)" in reason
+        assert e.snapshot().stalled == reason
+        e.links.heard(link)  # it answers
+        assert isinstance(await _next(link), Dispatches)
+        assert e.stalled() is None
+    finally:
+        await e.stop()
+
+
+async def test_runs_waiting_for_credit_or_for_their_tenant_s_cap_are_not_a_stall() -> None:
+    b = bench(prefetch_ms=0, lead_ms=0, claim_slice_ms=1, dispatch_stall_s=30.0,
+              tenant_in_flight_cap=1)  # fmt: skip
+    e = b.engine
+    e.start()
+    try:
+        link = _connected(b, credit=0)
+        b.add(due_runs(uuid.uuid4(), 3, overlap="allow", fire_at=b.now()))
+        b.clock.advance(60_000)
+        assert e.stalled() is None, "no credit: waiting for capacity"
+        e.links.grant(link, "default", 5)
+        assert isinstance(await _next(link), Dispatches)  # one: the tenant's cap is 1
+        b.clock.advance(60_000)
+        assert len(e.ready) == 2
+        assert e.stalled() is None, "its tenant has no room: waiting for its cap"
     finally:
         await e.stop()

@@ -10,6 +10,8 @@ from tests.unit.scheduler.helpers import TOKEN, hello
 from wheel.errors import Conflict
 from wheel.model.http_tasks import HTTP_POOL, route_pool
 from wheel.scheduler.links import Links
+from wheel.scheduler.outgoing import Probe
+from wheel.timingwheel import ManualClock
 
 
 def test_dispatches_go_only_to_executors_with_the_task() -> None:
@@ -37,16 +39,41 @@ def test_one_executor_id_is_one_process() -> None:
     assert len(links) == 1
 
 
-def test_an_unresponsive_executor_gets_nothing_until_it_speaks() -> None:
+def test_a_held_back_executor_gets_nothing_until_it_speaks() -> None:
     links = Links()
     frozen = links.connect(hello("frozen"), TOKEN)
     alive = links.connect(hello("alive", instance_id="i2"), TOKEN)
     for link in (frozen, alive):
         links.grant(link, "default", 10)
-    frozen.unresponsive = True  # a lease it held lapsed
+    assert links.hold_back(frozen)  # a lease it held lapsed while it was silent
+    assert not links.hold_back(frozen), "held back once"
     assert {links.take("default", "report") for _ in range(4)} == {alive}
+    assert links.credit("default") == 6, "what can go now: the alive one's"
+    assert links.credit("default", held_back=True) == 16
+    assert [link.executor_id for link in links.holding("default")] == ["frozen", "alive"]
     links.heard(frozen)
+    assert not frozen.held_back
     assert frozen in {links.take("default", "report") for _ in range(4)}
+
+
+def test_a_held_back_executor_is_probed_at_once_and_every_interval_until_it_answers() -> None:
+    clock = ManualClock()
+    links = Links(clock=clock)
+    link = links.connect(hello("frozen"), TOKEN)
+    clock.advance(7_000)
+    assert links.silent_for_s(link) == 7.0
+    links.hold_back(link)
+    assert link.outbox.get_nowait() == Probe(1), "asked at once"
+    assert links.probe(every_s=2.0) == 0, "not again within the interval"
+    clock.advance(2_000)
+    assert links.probe(every_s=2.0) == 1
+    assert link.outbox.get_nowait() == Probe(2)
+    links.heard(link)  # its answer (any message)
+    assert links.silent_for_s(link) == 0.0
+    clock.advance(5_000)
+    assert links.probe(every_s=2.0) == 0, "heard: no more probes"
+    assert link.outbox.empty()
+    assert links.held_back() == []
 
 
 def test_http_tasks_go_to_the_nodes_runner_which_is_no_executor() -> None:

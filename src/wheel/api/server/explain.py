@@ -254,8 +254,23 @@ class Explainer:
                 f"due {due:.1f} s ago; waiting for {owner}'s HTTP runner (its concurrency): "
                 f"{waiting} HTTP tasks' runs ready there"
             )
-        credit = sum(e.credit.get(pool, 0) for e in served.on(owner) if e.serves(pool, task_type))
+        serving = [e for e in served.on(owner) if e.serves(pool, task_type)]
+        usable = [e for e in serving if not e.held_back_since]
+        credit = sum(e.credit.get(pool, 0) for e in usable)
         waiting = served.ready.get(owner, {}).get(pool, 0)
+        stalled = served.stalled.get(owner)
+        if not usable:
+            held = ", ".join(
+                f"{e.executor_id} (since {e.held_back_since}, {e.probes} probes unanswered)"
+                for e in serving
+            )
+            return V.NO_EXECUTOR, (
+                f"due {due:.1f} s ago; every executor on {owner} that serves it is held back "
+                f"after a lease lapsed while it was silent (paused, frozen or cut off): {held}; "
+                f"{owner} dispatches to one again once it answers"
+            )
+        if stalled:
+            return V.QUEUED, f"due {due:.1f} s ago; {owner} reports {stalled}"
         return V.QUEUED, (
             f"due {due:.1f} s ago; waiting for executor capacity in pool {pool!r} on {owner}: "
             f"{waiting} runs ready there, free credit {credit}"

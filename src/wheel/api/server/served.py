@@ -32,6 +32,10 @@ class ExecutorOnNode:
     since: str
     in_flight: int = 0
     """Runs that node dispatched to it and has not seen finish."""
+    held_back_since: str = ""
+    """Set while that node holds it back (a lease lapsed while it was silent): it gets no
+    dispatches there until it answers the node's probes."""
+    probes: int = 0
 
     def serves(self, pool: str, task_type: str) -> bool:
         if is_http_task_type(task_type):
@@ -48,6 +52,8 @@ class Served:
     """By node, then pool: fired runs waiting there for executor credit."""
     http_runners: frozenset[str] = frozenset()
     """The nodes that run HTTP tasks (every node does, once it has published)."""
+    stalled: Mapping[str, str] = field(default_factory=dict)
+    """By node: why its dispatch is stalled (nodes whose dispatch is not stalled are absent)."""
 
     def serves(self, pool: str, task_type: str, node_id: str | None = None) -> bool:
         if is_http_task_type(task_type):
@@ -94,6 +100,8 @@ def _executors(node_id: str, document: Mapping[str, Any]) -> list[ExecutorOnNode
                 credit={str(k): int(v) for k, v in dict(doc.get("credit", {})).items()},
                 since=str(doc.get("since", "")),
                 in_flight=int(doc.get("in_flight", 0)),
+                held_back_since=str(doc.get("held_back_since", "")),
+                probes=int(doc.get("probes", 0)),
             )
         )
     return found
@@ -124,6 +132,7 @@ class ServedView:
         executors: list[ExecutorOnNode] = []
         ready: dict[str, dict[str, int]] = {}
         runners: set[str] = set()
+        stalled: dict[str, str] = {}
         for kv in kvs:
             node_id = kv.key.removeprefix(self._layout.links)
             try:
@@ -132,9 +141,11 @@ class ServedView:
                 ready[node_id] = {str(k): int(v) for k, v in document.get("ready", {}).items()}
                 if document.get("http_runner") is not None:
                     runners.add(node_id)
+                if document.get("stalled"):
+                    stalled[node_id] = str(document["stalled"])
             except (ValueError, TypeError, AttributeError, json.JSONDecodeError):
                 continue  # a document this version cannot read says nothing it can use
         ordered = tuple(sorted(executors, key=lambda e: (e.node_id, e.executor_id)))
-        served = Served(ordered, ready, frozenset(runners))
+        served = Served(ordered, ready, frozenset(runners), stalled)
         self._cached = (self._clock() + self._ttl_s, served)
         return served

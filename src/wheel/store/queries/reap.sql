@@ -1,5 +1,7 @@
 -- Expired leases of the caller's partitions (epoch-fenced like a claim)
--- count as failed attempts and follow the same rule as any result.
+-- count as failed attempts and follow the same rule as any result. The spared
+-- attempts are left alone: their executor's result or heartbeat reached the
+-- caller and waits to be recorded (the lease lapsed on the store's side).
 WITH owned AS (
     SELECT pe.partition
     FROM partition_epochs pe
@@ -12,6 +14,13 @@ WITH owned AS (
     WHERE e.partition IN (SELECT partition FROM owned)
       AND e.status IN ('dispatched', 'running')
       AND e.lease_until < clock_timestamp()
+      AND NOT EXISTS (
+          SELECT 1
+          FROM unnest(%(spare_job_ids)s::uuid[], %(spare_scheduled_fors)s::timestamptz[],
+                      %(spare_fences)s::bigint[]) AS s (job_id, scheduled_for, fence)
+          WHERE s.job_id = e.job_id AND s.scheduled_for = e.scheduled_for
+            AND s.fence = e.fence
+      )
     ORDER BY e.lease_until
     LIMIT %(limit)s
     FOR UPDATE OF e SKIP LOCKED

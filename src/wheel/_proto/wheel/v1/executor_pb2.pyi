@@ -12,23 +12,25 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ExecutorMessage(_message.Message):
-    __slots__ = ("hello", "credit", "heartbeat", "result", "results", "heartbeats")
+    __slots__ = ("hello", "credit", "heartbeat", "result", "results", "heartbeats", "pong")
     HELLO_FIELD_NUMBER: _ClassVar[int]
     CREDIT_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     HEARTBEATS_FIELD_NUMBER: _ClassVar[int]
+    PONG_FIELD_NUMBER: _ClassVar[int]
     hello: Hello
     credit: Credit
     heartbeat: Heartbeat
     result: Result
     results: Results
     heartbeats: Heartbeats
-    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., result: _Optional[_Union[Result, _Mapping]] = ..., results: _Optional[_Union[Results, _Mapping]] = ..., heartbeats: _Optional[_Union[Heartbeats, _Mapping]] = ...) -> None: ...
+    pong: Pong
+    def __init__(self, hello: _Optional[_Union[Hello, _Mapping]] = ..., credit: _Optional[_Union[Credit, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., result: _Optional[_Union[Result, _Mapping]] = ..., results: _Optional[_Union[Results, _Mapping]] = ..., heartbeats: _Optional[_Union[Heartbeats, _Mapping]] = ..., pong: _Optional[_Union[Pong, _Mapping]] = ...) -> None: ...
 
 class SchedulerMessage(_message.Message):
-    __slots__ = ("welcome", "dispatch", "cancel", "stale_fence", "accepted", "dispatches", "acknowledgements")
+    __slots__ = ("welcome", "dispatch", "cancel", "stale_fence", "accepted", "dispatches", "acknowledgements", "ping")
     WELCOME_FIELD_NUMBER: _ClassVar[int]
     DISPATCH_FIELD_NUMBER: _ClassVar[int]
     CANCEL_FIELD_NUMBER: _ClassVar[int]
@@ -36,6 +38,7 @@ class SchedulerMessage(_message.Message):
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     DISPATCHES_FIELD_NUMBER: _ClassVar[int]
     ACKNOWLEDGEMENTS_FIELD_NUMBER: _ClassVar[int]
+    PING_FIELD_NUMBER: _ClassVar[int]
     welcome: Welcome
     dispatch: Dispatch
     cancel: CancelExecution
@@ -43,7 +46,20 @@ class SchedulerMessage(_message.Message):
     accepted: ResultAccepted
     dispatches: Dispatches
     acknowledgements: Acknowledgements
-    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., dispatch: _Optional[_Union[Dispatch, _Mapping]] = ..., cancel: _Optional[_Union[CancelExecution, _Mapping]] = ..., stale_fence: _Optional[_Union[StaleFence, _Mapping]] = ..., accepted: _Optional[_Union[ResultAccepted, _Mapping]] = ..., dispatches: _Optional[_Union[Dispatches, _Mapping]] = ..., acknowledgements: _Optional[_Union[Acknowledgements, _Mapping]] = ...) -> None: ...
+    ping: Ping
+    def __init__(self, welcome: _Optional[_Union[Welcome, _Mapping]] = ..., dispatch: _Optional[_Union[Dispatch, _Mapping]] = ..., cancel: _Optional[_Union[CancelExecution, _Mapping]] = ..., stale_fence: _Optional[_Union[StaleFence, _Mapping]] = ..., accepted: _Optional[_Union[ResultAccepted, _Mapping]] = ..., dispatches: _Optional[_Union[Dispatches, _Mapping]] = ..., acknowledgements: _Optional[_Union[Acknowledgements, _Mapping]] = ..., ping: _Optional[_Union[Ping, _Mapping]] = ...) -> None: ...
+
+class Ping(_message.Message):
+    __slots__ = ("nonce",)
+    NONCE_FIELD_NUMBER: _ClassVar[int]
+    nonce: int
+    def __init__(self, nonce: _Optional[int] = ...) -> None: ...
+
+class Pong(_message.Message):
+    __slots__ = ("nonce",)
+    NONCE_FIELD_NUMBER: _ClassVar[int]
+    nonce: int
+    def __init__(self, nonce: _Optional[int] = ...) -> None: ...
 
 class Dispatches(_message.Message):
     __slots__ = ("dispatches",)

@@ -1,0 +1,240 @@
+"""Postgres goes away for longer than a run's lease while executors hold runs, and comes back.
+
+A scheduler node and real executor processes run against a Postgres of the
+test's own, which is crashed (immediate shutdown) and restarted on the same
+port, several times in a row. Each outage lasts longer than the lease (3 s)
+and past the reconnect backoff psycopg_pool would otherwise use (1, 3, 7 s
+after the first failure). Runs are in flight when it goes (handlers that end
+during the outage and ones that outlive it), and more runs fall due during
+it. After every outage:
+
+- every run that fell due while Postgres was away, and every run made right
+  after it returned, is dispatched within RESUME_BOUND_S of Postgres
+  accepting connections (the node resumes within about a second; the bound
+  leaves room for a loaded machine);
+- every run ends succeeded (none lost), and no result was accepted with a
+  fence other than the run's latest (none stale).
+
+Without the fixes of issue 25 the node stops dispatching for good after the
+first outage (its executor's link is held back and never heard again), or
+resumes only at the pool's next reconnect attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.e2e.cluster import FAST, Cluster
+from tests.e2e.runs import jobs, statuses
+from tests.services import delete_cluster_keys, service_data_root
+from wheel.local import LocalServices, process
+from wheel.local.postgres import PostgresServer
+from wheel.model.ids import TenantId
+from wheel.store import Store, migrate
+
+OUTAGE_S = 8.0
+"""Longer than the lease (FAST: 3 s), and past psycopg_pool's third reconnect try (7 s)."""
+RESUME_BOUND_S = 5.0
+"""Every run due by the time Postgres is back is dispatched within this of its return."""
+HELD_S = 2 * OUTAGE_S
+"""How long the handlers that outlive an outage run (their first attempt)."""
+LEASE_S = float(FAST["lease-s"])
+
+pytestmark = pytest.mark.timeout(300)
+
+
+class Crashable:
+    """A Postgres of one test's own that can be crashed and started again on its port.
+
+    Durable (fsync, synchronous commit): a crash loses nothing it acknowledged, as in
+    production; the suite's shared server trades that for speed.
+    """
+
+    def __init__(self) -> None:
+        self._root = service_data_root()
+        self.server = PostgresServer.start(self._root / "postgres")
+        self.server.ensure_database("wheel")
+        self.dsn = self.server.dsn("wheel")
+
+    def crash(self) -> None:
+        """Immediate shutdown (SIGQUIT): every backend dies, nothing is checkpointed."""
+        process.stop(self.server.process, signal.SIGQUIT, 15)
+
+    def restart(self) -> datetime:
+        """Start it again on the same port; returns when it accepts connections."""
+        self.server = PostgresServer.start(self._root / "postgres", port=self.server.port)
+        return datetime.now(UTC)
+
+    def close(self) -> None:
+        self.server.stop()
+
+
+@pytest.fixture
+async def outage_cluster(local_services: LocalServices) -> AsyncIterator[tuple[Cluster, Crashable]]:
+    postgres = Crashable()
+    await migrate(postgres.dsn)
+    name = f"e2e-pg-{uuid.uuid4().hex[:8]}"
+    cluster = Cluster(postgres.dsn, local_services.etcd.port, name)
+    try:
+        yield cluster, postgres
+    finally:
+        cluster.stop()
+        postgres.close()
+        await delete_cluster_keys(local_services, name)
+
+
+async def made(postgres: Crashable, tenant: TenantId, task: str, instants: Sequence[datetime],
+               **options: Any) -> list[uuid.UUID]:  # fmt: skip
+    """Register one-off jobs through a store of their own (the last one broke with Postgres)."""
+    store = await Store.open(postgres.dsn, min_size=1, max_size=2)
+    try:
+        return [job.id for job in await jobs(store, tenant, task, instants, **options)]
+    finally:
+        await store.close()
+
+
+def running_on(cluster: Cluster, job_ids: Sequence[uuid.UUID]) -> set[str]:
+    rows = cluster.query(
+        "SELECT executor_id FROM executions WHERE job_id = ANY(%s) AND status = 'running'",
+        list(job_ids),
+    )
+    return {str(r[0]) for r in rows}
+
+
+def dispatch_delays(
+    cluster: Cluster, job_ids: Sequence[uuid.UUID], back_at: datetime
+) -> list[float]:
+    """Seconds from max(Postgres back, the run's instant) to its first dispatch after that."""
+    rows = cluster.query(
+        "SELECT e.scheduled_for, min(a.started_at) FROM executions e"
+        " JOIN attempts a USING (job_id, scheduled_for)"
+        " WHERE e.job_id = ANY(%s) AND a.started_at IS NOT NULL GROUP BY e.job_id, 1",
+        list(job_ids),
+    )
+    assert len(rows) == len(job_ids), f"{len(rows)} of {len(job_ids)} runs started"
+    return sorted((started - max(back_at, due)).total_seconds() for due, started in rows)
+
+
+def assert_no_stale_result_accepted(cluster: Cluster, job_ids: Sequence[uuid.UUID]) -> None:
+    """Per run: fences grow with attempts, only the last attempt may succeed, and the run's
+    fence is its last attempt's (a stale result would succeed under an older fence)."""
+    rows = cluster.query(
+        "SELECT e.job_id, e.fence, array_agg(a.fence ORDER BY a.number),"
+        " array_agg(a.outcome::text ORDER BY a.number)"
+        " FROM executions e JOIN attempts a USING (job_id, scheduled_for)"
+        " WHERE e.job_id = ANY(%s) GROUP BY e.job_id, e.fence",
+        list(job_ids),
+    )
+    assert len(rows) == len(job_ids)
+    for job_id, fence, fences, outcomes in rows:
+        assert fences == sorted(set(fences)), f"{job_id}: fences {fences}"
+        assert fences[-1] == fence, f"{job_id}: run fence {fence}, attempts {fences}"
+        assert "succeeded" not in outcomes[:-1], f"{job_id}: {outcomes}"
+        assert outcomes[-1] == "succeeded", f"{job_id}: {outcomes}"
+
+
+async def outage(
+    cluster: Cluster, postgres: Crashable, tenant: TenantId, *, holders: int, spread: int
+) -> tuple[list[uuid.UUID], list[float]]:
+    """One outage with `holders` runs in flight on every executor: the jobs it made and the
+    dispatch delays of the runs due by the time Postgres was back."""
+    executors = len(cluster.executors)
+    start = (datetime.now(UTC) + timedelta(seconds=1)).replace(microsecond=0)
+    # Half end during the outage (their results wait for Postgres), half outlive it.
+    instants = [start] * (holders * executors)
+    retry = timedelta(seconds=0.1)
+    short = await made(postgres, tenant, "hang_first", instants,
+                       payload=b"%.1f" % (OUTAGE_S / 2), backoff_base=retry)  # fmt: skip
+    long = await made(postgres, tenant, "hang_first", instants,
+                      payload=b"%.1f" % HELD_S, backoff_base=retry)  # fmt: skip
+    await cluster.wait_until(lambda: len(running_on(cluster, short + long)) == executors, 30)
+    crashed_at = datetime.now(UTC)
+    # Due while Postgres is away: loaded into the wheel, fired, waiting to be claimed.
+    during = await made(postgres, tenant, "noop", [
+        crashed_at + timedelta(seconds=2 + OUTAGE_S * n / spread) for n in range(spread)
+    ])  # fmt: skip
+    postgres.crash()
+    await asyncio.sleep(OUTAGE_S - (datetime.now(UTC) - crashed_at).total_seconds())  # the outage
+    back_at = postgres.restart()
+    after = await made(postgres, tenant, "noop", [datetime.now(UTC)] * spread)
+    settled = [*during, *after]
+
+    def done() -> bool:
+        return statuses(cluster, settled).get("succeeded", 0) == len(settled)
+
+    try:
+        await cluster.wait_until(done, within=RESUME_BOUND_S * 4)
+    except TimeoutError:
+        pytest.fail(f"after the outage: {statuses(cluster, settled)}\n{cluster.dump_logs()}")
+    return [*short, *long, *settled], dispatch_delays(cluster, settled, back_at)
+
+
+async def settle_all(cluster: Cluster, job_ids: list[uuid.UUID]) -> None:
+    def done() -> bool:
+        return statuses(cluster, job_ids).get("succeeded", 0) == len(job_ids)
+
+    try:
+        await cluster.wait_until(done, within=HELD_S + 30)
+    except TimeoutError:
+        pytest.fail(f"{statuses(cluster, job_ids)}\n{cluster.dump_logs()}")
+
+
+def tenant_of(postgres: Crashable) -> TenantId:
+    with psycopg.connect(postgres.dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "INSERT INTO tenants (id, name) VALUES (%s, 'outage') RETURNING id", (uuid.uuid4(),)
+        ).fetchone()
+    assert row is not None
+    return TenantId(row[0])
+
+
+async def test_one_executor_resumes_after_each_of_three_outages_longer_than_the_lease(
+    outage_cluster: tuple[Cluster, Crashable],
+) -> None:
+    cluster, postgres = outage_cluster
+    cluster.start_node("node-0")
+    cluster.start_executor("executor-0")
+    await cluster.ready()
+    tenant = tenant_of(postgres)
+    every: list[uuid.UUID] = []
+    for number in range(3):
+        made_now, delays = await outage(cluster, postgres, tenant, holders=3, spread=10)
+        every += made_now
+        print(f"outage {number + 1}: dispatch after Postgres was back: max {delays[-1]:.2f} s")
+        assert delays[-1] <= RESUME_BOUND_S, delays
+    await settle_all(cluster, every)
+    assert_no_stale_result_accepted(cluster, every)
+
+
+async def test_two_executors_that_both_hold_runs_resume_after_outages(
+    outage_cluster: tuple[Cluster, Crashable],
+) -> None:
+    cluster, postgres = outage_cluster
+    cluster.start_node("node-0")
+    cluster.start_executor("executor-0")
+    cluster.start_executor("executor-1")
+    await cluster.ready()
+    tenant = tenant_of(postgres)
+    every: list[uuid.UUID] = []
+    for number in range(2):
+        back = datetime.now(UTC)
+        made_now, delays = await outage(cluster, postgres, tenant, holders=2, spread=20)
+        every += made_now
+        print(f"outage {number + 1}: dispatch after Postgres was back: max {delays[-1]:.2f} s")
+        assert delays[-1] <= RESUME_BOUND_S, delays
+        served = cluster.query(
+            "SELECT DISTINCT executor_id FROM attempts WHERE job_id = ANY(%s)"
+            " AND started_at > %s",
+            made_now, back,
+        )  # fmt: skip
+        assert {r[0] for r in served} == {"executor-0", "executor-1"}, "both take work again"
+    await settle_all(cluster, every)
+    assert_no_stale_result_accepted(cluster, every)
