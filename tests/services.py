@@ -1,15 +1,23 @@
 """The local servers' shared facts for tests: where their data lives, the template
-database, and cleaning a cluster's etcd keys."""
+database, cleaning a cluster's etcd keys, and a Postgres to crash."""
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import shutil
+import signal
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from pathlib import Path
 
 from wheel.coordinator.etcd import Etcd
-from wheel.local import LocalServices
+from wheel.local import LocalServices, process
+from wheel.local.postgres import PostgresServer
 
 TEMPLATE_DATABASE = "wheel_template"
+WHEEL_DATABASE = "wheel"
 
 
 def service_data_root() -> Path:
@@ -29,3 +37,49 @@ async def delete_cluster_keys(local_services: LocalServices, cluster: str) -> No
         await client.delete_prefix(f"/wheel/{cluster}/")
     finally:
         await client.close()
+
+
+class CrashablePostgres:
+    """A durable Postgres of its own that can be crashed and started again on its port.
+
+    Durable (fsync, synchronous commit): a crash loses nothing it acknowledged, as in
+    production; the suite's shared server trades that for speed. It is started and
+    restarted on a thread of its own, which it dies with (its death signal is tied to the
+    thread that spawned it), so the event loop runs on while it starts.
+
+        postgres = await CrashablePostgres.start()
+        await postgres.crash()
+        back_at = await postgres.restart()
+    """
+
+    def __init__(self, root: Path, server: PostgresServer, spawner: ThreadPoolExecutor) -> None:
+        self._root = root
+        self.server = server
+        self._spawner = spawner
+        self.dsn = server.dsn(WHEEL_DATABASE)
+
+    @classmethod
+    async def start(cls) -> CrashablePostgres:
+        root, spawner = service_data_root(), ThreadPoolExecutor(1, "postgres")
+        server = await asyncio.get_running_loop().run_in_executor(
+            spawner, functools.partial(PostgresServer.start, root / "postgres")
+        )
+        server.ensure_database(WHEEL_DATABASE)
+        return cls(root, server, spawner)
+
+    async def crash(self) -> None:
+        """Immediate shutdown (SIGQUIT): every backend dies, nothing is checkpointed."""
+        await asyncio.to_thread(process.stop, self.server.process, signal.SIGQUIT, 15)
+
+    async def restart(self) -> datetime:
+        """Start it again on the same port; returns when it accepts connections."""
+        start = functools.partial(
+            PostgresServer.start, self._root / "postgres", port=self.server.port
+        )
+        self.server = await asyncio.get_running_loop().run_in_executor(self._spawner, start)
+        return datetime.now(UTC)
+
+    async def close(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(self._spawner, self.server.stop)
+        self._spawner.shutdown()
+        shutil.rmtree(self._root, ignore_errors=True)

@@ -23,7 +23,6 @@ resumes only at the pool's next reconnect attempt.
 from __future__ import annotations
 
 import asyncio
-import signal
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -32,54 +31,29 @@ from typing import Any
 import psycopg
 import pytest
 
-from tests.e2e.cluster import FAST, Cluster
+from tests.e2e.cluster import Cluster
 from tests.e2e.runs import jobs, statuses
-from tests.services import delete_cluster_keys, service_data_root
-from wheel.local import LocalServices, process
-from wheel.local.postgres import PostgresServer
+from tests.services import CrashablePostgres, delete_cluster_keys
+from wheel.local import LocalServices
 from wheel.model.ids import TenantId
 from wheel.store import Store, migrate
 
 OUTAGE_S = 8.0
-"""Longer than the lease (FAST: 3 s), and past psycopg_pool's third reconnect try (7 s)."""
+"""Longer than the lease (FAST["lease-s"]: 3 s), and past psycopg_pool's third reconnect
+try (7 s)."""
 RESUME_BOUND_S = 5.0
 """Every run due by the time Postgres is back is dispatched within this of its return."""
 HELD_S = 2 * OUTAGE_S
 """How long the handlers that outlive an outage run (their first attempt)."""
-LEASE_S = float(FAST["lease-s"])
 
 pytestmark = pytest.mark.timeout(300)
 
 
-class Crashable:
-    """A Postgres of one test's own that can be crashed and started again on its port.
-
-    Durable (fsync, synchronous commit): a crash loses nothing it acknowledged, as in
-    production; the suite's shared server trades that for speed.
-    """
-
-    def __init__(self) -> None:
-        self._root = service_data_root()
-        self.server = PostgresServer.start(self._root / "postgres")
-        self.server.ensure_database("wheel")
-        self.dsn = self.server.dsn("wheel")
-
-    def crash(self) -> None:
-        """Immediate shutdown (SIGQUIT): every backend dies, nothing is checkpointed."""
-        process.stop(self.server.process, signal.SIGQUIT, 15)
-
-    def restart(self) -> datetime:
-        """Start it again on the same port; returns when it accepts connections."""
-        self.server = PostgresServer.start(self._root / "postgres", port=self.server.port)
-        return datetime.now(UTC)
-
-    def close(self) -> None:
-        self.server.stop()
-
-
 @pytest.fixture
-async def outage_cluster(local_services: LocalServices) -> AsyncIterator[tuple[Cluster, Crashable]]:
-    postgres = Crashable()
+async def outage_cluster(
+    local_services: LocalServices,
+) -> AsyncIterator[tuple[Cluster, CrashablePostgres]]:
+    postgres = await CrashablePostgres.start()
     await migrate(postgres.dsn)
     name = f"e2e-pg-{uuid.uuid4().hex[:8]}"
     cluster = Cluster(postgres.dsn, local_services.etcd.port, name)
@@ -87,12 +61,17 @@ async def outage_cluster(local_services: LocalServices) -> AsyncIterator[tuple[C
         yield cluster, postgres
     finally:
         cluster.stop()
-        postgres.close()
+        await postgres.close()
         await delete_cluster_keys(local_services, name)
 
 
-async def made(postgres: Crashable, tenant: TenantId, task: str, instants: Sequence[datetime],
-               **options: Any) -> list[uuid.UUID]:  # fmt: skip
+async def made(
+    postgres: CrashablePostgres,
+    tenant: TenantId,
+    task: str,
+    instants: Sequence[datetime],
+    **options: Any,
+) -> list[uuid.UUID]:
     """Register one-off jobs through a store of their own (the last one broke with Postgres)."""
     store = await Store.open(postgres.dsn, min_size=1, max_size=2)
     try:
@@ -142,7 +121,7 @@ def assert_no_stale_result_accepted(cluster: Cluster, job_ids: Sequence[uuid.UUI
 
 
 async def outage(
-    cluster: Cluster, postgres: Crashable, tenant: TenantId, *, holders: int, spread: int
+    cluster: Cluster, postgres: CrashablePostgres, tenant: TenantId, *, holders: int, spread: int
 ) -> tuple[list[uuid.UUID], list[float]]:
     """One outage with `holders` runs in flight on every executor: the jobs it made and the
     dispatch delays of the runs due by the time Postgres was back."""
@@ -161,9 +140,9 @@ async def outage(
     during = await made(postgres, tenant, "noop", [
         crashed_at + timedelta(seconds=2 + OUTAGE_S * n / spread) for n in range(spread)
     ])  # fmt: skip
-    postgres.crash()
+    await postgres.crash()
     await asyncio.sleep(OUTAGE_S - (datetime.now(UTC) - crashed_at).total_seconds())  # the outage
-    back_at = postgres.restart()
+    back_at = await postgres.restart()
     after = await made(postgres, tenant, "noop", [datetime.now(UTC)] * spread)
     settled = [*during, *after]
 
@@ -187,7 +166,7 @@ async def settle_all(cluster: Cluster, job_ids: list[uuid.UUID]) -> None:
         pytest.fail(f"{statuses(cluster, job_ids)}\n{cluster.dump_logs()}")
 
 
-def tenant_of(postgres: Crashable) -> TenantId:
+def tenant_of(postgres: CrashablePostgres) -> TenantId:
     with psycopg.connect(postgres.dsn, autocommit=True) as conn:
         row = conn.execute(
             "INSERT INTO tenants (id, name) VALUES (%s, 'outage') RETURNING id", (uuid.uuid4(),)
@@ -197,7 +176,7 @@ def tenant_of(postgres: Crashable) -> TenantId:
 
 
 async def test_one_executor_resumes_after_each_of_three_outages_longer_than_the_lease(
-    outage_cluster: tuple[Cluster, Crashable],
+    outage_cluster: tuple[Cluster, CrashablePostgres],
 ) -> None:
     cluster, postgres = outage_cluster
     cluster.start_node("node-0")
@@ -215,7 +194,7 @@ async def test_one_executor_resumes_after_each_of_three_outages_longer_than_the_
 
 
 async def test_two_executors_that_both_hold_runs_resume_after_outages(
-    outage_cluster: tuple[Cluster, Crashable],
+    outage_cluster: tuple[Cluster, CrashablePostgres],
 ) -> None:
     cluster, postgres = outage_cluster
     cluster.start_node("node-0")

@@ -141,6 +141,14 @@ def _prefix_end(prefix: bytes) -> bytes:
 
 
 @dataclass(frozen=True, slots=True)
+class LeaseTime:
+    remaining_s: int
+    """Whole seconds left; -1 once the lease is gone."""
+    granted_s: int
+    """The TTL it was granted: what each keep-alive renews it to."""
+
+
+@dataclass(frozen=True, slots=True)
 class KeyValue:
     key: str
     value: bytes
@@ -481,6 +489,17 @@ class Etcd:
         except CoordinatorError as exc:
             if "requested lease not found" not in str(exc):
                 raise
+
+    async def time_to_live(self, lease_id: int) -> LeaseTime:
+        """How long a lease has left, and the TTL it was granted (its keep-alives renew)."""
+        request = rpc.LeaseTimeToLiveRequest(ID=lease_id)
+        reply = await self._call(
+            lambda e, m: e.lease.LeaseTimeToLive(
+                request, metadata=m, timeout=self._settings.timeout_s
+            ),
+            read=True,
+        )
+        return LeaseTime(int(reply.TTL), int(reply.grantedTTL))
 
     async def keep_alive(self, lease_id: int) -> int:
         """Refresh a lease once, over the connection's one keep-alive stream; the TTL it now

@@ -5,6 +5,14 @@ session, registers the node and reconciles ownership; when the session is
 lost (etcd silent past the deadline, the lease expired) every partition has
 already been released by then, and it starts over with a new session,
 backing off while etcd stays away. Cancelling hands every partition over.
+
+Before registering, it retires its previous session: a node killed outright
+(or any node across an etcd restart, which renews every lease) leaves
+`nodes/<id>` and its partitions under a lease nobody keeps alive, for up to
+a TTL. Once that lease is seen counting down (`kept_alive`) it is revoked,
+so the node takes its share at once rather than a TTL later. A lease that is
+kept alive belongs to another live process with this id: it is left alone,
+and said loudly (fencing keeps the two apart).
 """
 
 from __future__ import annotations
@@ -12,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections.abc import Awaitable, Callable
 
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import DEFAULT_PARTITIONS, Layout
@@ -53,6 +63,8 @@ class Membership:
         """How many sessions this node has opened (1 + the times it re-registered)."""
         self.joined = asyncio.Event()
         """Set once the node is registered and reconciling; cleared while it is not."""
+        self.joining = "opening a session"
+        """What it is doing until it has joined (what readiness says)."""
 
     async def run(self) -> None:
         delay = RETRY_MIN_S
@@ -82,6 +94,8 @@ class Membership:
                 await session.close()
 
     async def _member(self, session: Session) -> None:
+        await self._retire_previous(session)
+        self.joining = "registering"
         count = await partition_count(self._etcd, self._layout, self._default_partitions)
         ownership = Ownership(
             self._etcd,
@@ -105,3 +119,54 @@ class Membership:
             with contextlib.suppress(CoordinatorError):
                 await ownership.stop(hand_over=True)
             raise
+
+    async def _retire_previous(self, session: Session) -> None:
+        """Revoke this node id's previous lease if nobody keeps it alive (module doc)."""
+        kv = await self._etcd.get(self._layout.node(self.node_id))
+        if kv is None or kv.lease in (0, session.lease_id):
+            return
+        context = {"node": self.node_id, "lease": f"{kv.lease:x}"}
+        self.joining = f"retiring its previous session (lease {kv.lease:x})"
+        if await kept_alive(self._etcd, kv.lease):
+            log.error(
+                "membership.node_id_in_use",
+                extra={**context, "action": "another live process registered this node id:"
+                       " its partitions stay with it until it stops; node ids must be unique"},
+            )  # fmt: skip
+            return
+        await self._etcd.revoke(kv.lease)  # its partition keys go with it
+        log.info("membership.previous_session_revoked", extra=context)
+
+
+KEEP_ALIVE_SLACK_S = 1.5
+"""A live session refreshes its lease every third of its TTL (`Session`), so its time to
+live never falls below 2/3 of its TTL; less this, for etcd's whole seconds and a late
+keep-alive."""
+
+
+async def kept_alive(
+    etcd: Etcd,
+    lease_id: int,
+    *,
+    poll_s: float = 0.25,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> bool:
+    """Whether someone keeps the lease alive.
+
+    A live session never lets its time to live fall below the floor (2/3 of its TTL, less
+    the slack); a lease nobody keeps alive counts down past it. So: not kept alive once it
+    is below the floor; kept alive if it is still above when a lease counting down from
+    the first reading would have passed it. That takes at most TTL/3 + 2.5 s, and no time
+    for a lease that has missed keep-alives already.
+    """
+    first = await etcd.time_to_live(lease_id)
+    floor_s = first.granted_s * 2 / 3 - KEEP_ALIVE_SLACK_S
+    decide_at = clock() + max(0.0, first.remaining_s - floor_s) + 1.0  # + etcd's rounding
+    remaining = first.remaining_s
+    while remaining > 0 and remaining >= floor_s:
+        if clock() >= decide_at:
+            return True
+        await sleep(poll_s)  # a lease's time to live changes silently: there is no event
+        remaining = (await etcd.time_to_live(lease_id)).remaining_s
+    return False

@@ -235,8 +235,10 @@ class SchedulerNode:
         ownership = membership.ownership if membership is not None else None
         if not self.clock_fit.is_set():
             return f"the clock is not within {self.config.max_clock_offset_ms} ms of the database's"
-        if membership is None or not membership.joined.is_set():
-            return "not a member of the cluster yet (etcd)"
+        if membership is None:
+            return "not a member of the cluster (etcd)"
+        if not membership.joined.is_set():
+            return f"joining the cluster (etcd): {membership.joining}"
         if ownership is None or not ownership.healthy:
             return "partition ownership cannot be reconciled (etcd)"
         if not self.ready.is_set():
