@@ -16,25 +16,12 @@ import asyncio
 import logging
 
 from psycopg_pool import AsyncConnectionPool
-from tests.services import CrashablePostgres
+from tests.services import CrashablePostgres, until_answered
 
 from wheel import eventloop
-from wheel.errors import StoreError
 from wheel.store.pool import Pool, open_pool
-from wheel.store.translate import translated
 
 ASK_EVERY_S = 0.1
-
-
-async def answered(pool: Pool) -> float:
-    """Ask until Postgres answers through the pool; when (the loop's clock)."""
-    while True:
-        try:
-            async with translated(), pool.connection() as conn:
-                await conn.execute("SELECT 1")
-            return asyncio.get_running_loop().time()
-        except StoreError:
-            await asyncio.sleep(ASK_EVERY_S)
 
 
 async def main(outages: list[float]) -> None:
@@ -49,7 +36,7 @@ async def main(outages: list[float]) -> None:
     try:
         for outage_s in outages:
             await postgres.crash()
-            asking = [asyncio.create_task(answered(pool)) for pool in (wheel, plain)]
+            asking = [asyncio.create_task(until_answered(p, ASK_EVERY_S)) for p in (wheel, plain)]
             await asyncio.sleep(outage_s)  # the outage
             await postgres.restart()
             back = asyncio.get_running_loop().time()

@@ -13,8 +13,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from wheel.coordinator.etcd import Etcd
+from wheel.errors import StoreError
 from wheel.local import LocalServices, process
 from wheel.local.postgres import PostgresServer
+from wheel.store.pool import Pool
+from wheel.store.translate import translated
 
 TEMPLATE_DATABASE = "wheel_template"
 WHEEL_DATABASE = "wheel"
@@ -83,3 +86,15 @@ class CrashablePostgres:
         await asyncio.get_running_loop().run_in_executor(self._spawner, self.server.stop)
         self._spawner.shutdown()
         shutil.rmtree(self._root, ignore_errors=True)
+
+
+async def until_answered(pool: Pool, every_s: float = 0.05) -> float:
+    """Ask `SELECT 1` through the pool until Postgres answers, as a node's loops keep doing;
+    when it did (the loop's clock)."""
+    while True:
+        try:
+            async with translated(), pool.connection() as conn:
+                await conn.execute("SELECT 1")
+            return asyncio.get_running_loop().time()
+        except StoreError:
+            await asyncio.sleep(every_s)  # a caller's own retry, not a wait for an event

@@ -386,11 +386,12 @@ class Engine:
         stall_s = self.config.dispatch_stall_s
         now_ms, now_s = self._clock.wall_ms(), self._now_s()
         for pool in self.ready.pools():
-            oldest_ms = self.ready.oldest_fire_at_ms(pool, self.claims.room)
-            if oldest_ms is None or now_ms - oldest_ms < stall_s * 1000:
+            oldest = self.ready.oldest(pool, self.claims.room)
+            if oldest is None or now_ms - oldest.fire_at_ms < stall_s * 1000:
                 continue
             idle_s = now_s - self.claims.dispatched_at_s.get(pool, self._started_s)
-            holders = self.links.holding(pool)
+            holders = [link for link in self.links.holding(pool)
+                       if link.serves(pool, oldest.task_type)]  # fmt: skip
             if idle_s < stall_s or not holders:
                 continue
             credit = ", ".join(f"{link.executor_id} {link.credits[pool]}" for link in holders)
@@ -401,13 +402,16 @@ class Engine:
                 causes.append(f"held back after a lapsed lease, not answering: {names}")
             if self.claims.failing:
                 causes.append(f"claims fail: {self.claims.failing}")
+            elif self.claims.running:
+                causes.append(f"{self.claims.running} claims have not come back")
             if self.recorder.behind():
                 causes.append(f"recording is behind ({self.recorder.waiting()} results wait)")
             because = f"; {'; '.join(causes)}" if causes else ""
             return (
                 f"dispatch stalled in pool {pool!r}: {self.ready.waiting(pool)} runs ready, the"
-                f" oldest {(now_ms - oldest_ms) / 1000:.0f} s past its instant, none dispatched"
-                f" for {idle_s:.0f} s although executors hold credit ({credit}){because}"
+                f" oldest {(now_ms - oldest.fire_at_ms) / 1000:.0f} s past its instant, none"
+                f" dispatched for {idle_s:.0f} s although executors that serve it hold credit"
+                f" ({credit}){because}"
             )
         return None
 

@@ -138,23 +138,24 @@ class ReadyQueues:
         """Pools with occurrences waiting."""
         return list(self._pools)
 
-    def oldest_fire_at_ms(
-        self, pool_name: str | None = None, room: Callable[[TenantId], int] | None = None
-    ) -> int | None:
-        """The earliest instant waiting (the backlog's age starts there), in one pool or all,
-        of tenants with `room` or all. Read off each tenant's next run (cheap: the loaded runs
-        are not walked), which is its oldest at the highest priority it has waiting."""
-        if pool_name is None:
-            pools = list(self._pools.values())
-        else:
-            pools = [pool] if (pool := self._pools.get(pool_name)) is not None else []
+    def oldest_fire_at_ms(self, pool_name: str | None = None) -> int | None:
+        """The earliest instant waiting (the backlog's age starts there), in one pool or
+        all. Read off each tenant's next run (cheap: the loaded runs are not walked), which
+        is its oldest at the highest priority it has waiting."""
+        pools = list(self._pools) if pool_name is None else [pool_name]
+        heads = [self.oldest(pool) for pool in pools]
+        return min((head.fire_at_ms for head in heads if head is not None), default=None)
+
+    def oldest(self, pool_name: str, room: Callable[[TenantId], int] | None = None) -> Ready | None:
+        """The longest-waiting of the tenants' next runs in the pool, of tenants with `room`
+        (all without it)."""
+        pool = self._pools.get(pool_name)
+        if pool is None:
+            return None
         heads = [
-            heap[0][3].fire_at_ms
-            for pool in pools
-            for tenant, heap in pool.heaps.items()
-            if room is None or room(tenant) > 0
+            heap[0][3] for tenant, heap in pool.heaps.items() if room is None or room(tenant) > 0
         ]
-        return min(heads, default=None)
+        return min(heads, key=lambda head: head.fire_at_ms, default=None)
 
     def waiting(self, pool_name: str) -> int:
         pool = self._pools.get(pool_name)

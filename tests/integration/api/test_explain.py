@@ -221,3 +221,29 @@ async def test_a_parked_run_names_the_open_breaker(api: Api, start_node: NodeFac
         found = await until_verdict(a, job, V.PARKED)
         assert "'flaky' is open on node-b" in found.summary
         await executor.stop()
+
+
+async def test_a_run_whose_only_executor_is_held_back_says_so(api: Api) -> None:
+    """Its executor let a lease lapse in silence and answers no probe: the run is not
+    waiting for capacity (the executor holds credit), it waits for that executor."""
+    hung = asyncio.Event()
+
+    async def first_hangs(_: object) -> tuple[int, str]:
+        if not hung.is_set():
+            hung.set()
+            await asyncio.Event().wait()  # silent for good: no heartbeat, no result
+        return 1, ""  # OUTCOME_SUCCEEDED
+
+    executor = await connected(api.node, behaviour=first_hangs, heartbeat_every_s=None,  # type: ignore[arg-type]
+                               answers_pings=False)  # fmt: skip
+    once = pb.RetryPolicy(max_attempts=1, backoff_base=Duration(), backoff_cap=Duration())
+    await one_off(api.alice, 0.2, retry=once)
+    await hung.wait()
+    await executor.wait_for(lambda: executor.pings > 0)  # its lease lapsed: held back
+    waiting = await one_off(api.alice, -0.5)
+    found = await until_verdict(api.alice, waiting, V.NO_EXECUTOR)
+    assert "every executor on node-a that serves it is held back" in found.summary
+    assert "scripted (since " in found.summary
+    executor.answers_pings = True
+    await until_verdict(api.alice, waiting, V.SUCCEEDED)
+    await executor.stop()

@@ -10,7 +10,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from tests.integration.nodes import NodeFactory
-from tests.integration.scheduler.helpers import at, create_job, status, tenant
+from tests.integration.scheduler.helpers import at, create_job, scrape, status, tenant
 from tests.integration.scheduler.scripted_executor import connected
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.errors import StoreUnavailable
@@ -93,7 +93,7 @@ async def test_not_serving_while_ready_runs_wait_on_an_executor_that_does_not_an
     """The executor lets a lease lapse in silence and answers no probe: its runs pile up
     although it holds credit, so the node is not serving, and says why; once it answers,
     they go to it and the node serves again."""
-    node = await start_node(dispatch_stall_s=2.0)
+    node = await start_node(dispatch_stall_s=2.0, metrics_listen="127.0.0.1:0")
     hung = asyncio.Event()
 
     async def first_hangs(dispatch: pb.Dispatch) -> tuple[int, str]:
@@ -117,7 +117,10 @@ async def test_not_serving_while_ready_runs_wait_on_an_executor_that_does_not_an
         reason = node.not_serving_reason or ""
         assert "dispatch stalled in pool 'default': 3 runs ready" in reason, reason
         assert "held back after a lapsed lease, not answering: scripted" in reason, reason
-        assert node.engine.snapshot().held_back == 1
+        samples = await asyncio.to_thread(scrape, node.metrics_address)
+        assert samples["wheel_dispatch_stalled{}"] == 1
+        assert samples["wheel_executors_held_back{}"] == 1
+        assert samples["wheel_ready_oldest_age_seconds{pool=default}"] >= 2.0
         executor.answers_pings = True  # the next probe is answered
         await _status_becomes(stub, SERVING, node, "once it answers")
     await executor.wait_for(lambda: len(executor.accepted) == 3)  # the piled runs, done

@@ -3,25 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import urllib.request
-
-from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.nodes import NodeFactory
-from tests.integration.scheduler.helpers import at, create_job, tenant
+from tests.integration.scheduler.helpers import at, create_job, scrape, tenant
 from tests.integration.scheduler.scripted_executor import connected
 from wheel.store import Store
-
-
-def scrape(address: str) -> dict[str, float]:
-    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as response:
-        text = response.read().decode()
-    samples: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
-            samples[f"{sample.name}{{{labels}}}"] = sample.value
-    return samples
 
 
 async def test_metrics_count_the_work_and_show_the_state(

@@ -18,6 +18,7 @@ from tests.integration.store.waiting import blocked_on_a_lock
 from wheel.model.executions import AttemptResult, ExecutionStatus, Fenced, Outcome
 from wheel.model.ids import ExecutionKey, JobId, PartitionId
 from wheel.model.jobs import OverlapPolicy
+from wheel.model.tenants import Tenant
 from wheel.store import Store
 from wheel.store.occurrences import DueCursor, ExecutorBinding
 
@@ -252,13 +253,20 @@ async def test_not_started_gives_the_attempt_back(store: Store) -> None:
     assert (given_back.status, given_back.attempt) == (ExecutionStatus.PENDING, 0)
 
 
-async def test_the_reaper_counts_an_expired_lease_as_a_failed_attempt(store: Store) -> None:
+async def three_runs_in_partition_7(
+    store: Store,
+) -> tuple[Tenant, list[ExecutionKey], dict[PartitionId, int]]:
+    """A job of three pending runs a minute apart in partition 7, owned: its tenant, keys and
+    the epochs to claim them with."""
     owner = await make.tenant(store)
     job = await make.job(store, owner, partition=7, max_attempts=3)
     times = make.minutes(make.soon(), 3)
     await store.occurrences.insert([make.occurrence(job, t) for t in times])
-    epochs = await owned(store, 7)
-    keys = [ExecutionKey(job.id, t) for t in times]
+    return owner, [ExecutionKey(job.id, t) for t in times], await owned(store, 7)
+
+
+async def test_the_reaper_counts_an_expired_lease_as_a_failed_attempt(store: Store) -> None:
+    owner, keys, epochs = await three_runs_in_partition_7(store)
     expiring = await store.occurrences.claim(keys[:2], epochs, lease_s=0)
     await store.occurrences.claim(keys[2:], epochs, lease_s=600)
     assert await store.occurrences.reap({PartitionId(7): EPOCH - 1}) == [], (
@@ -282,12 +290,7 @@ async def test_the_reaper_spares_the_attempts_it_is_told_of_and_no_other_fence(
 ) -> None:
     """A lapsed lease whose result or heartbeat waits in the node's recorder is spared; a
     spared key with another fence (an older dispatch's report) spares nothing."""
-    owner = await make.tenant(store)
-    job = await make.job(store, owner, partition=7, max_attempts=3)
-    times = make.minutes(make.soon(), 3)
-    await store.occurrences.insert([make.occurrence(job, t) for t in times])
-    epochs = await owned(store, 7)
-    keys = [ExecutionKey(job.id, t) for t in times]
+    _, keys, epochs = await three_runs_in_partition_7(store)
     claimed = await store.occurrences.claim(keys, epochs, lease_s=0)
     fences = {c.key: c.fence for c in claimed}
     spare = [Fenced(keys[0], fences[keys[0]]), Fenced(keys[1], fences[keys[1]] - 1)]

@@ -7,10 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.services import CrashablePostgres
-from wheel.errors import StoreError
-from wheel.store.pool import RECONNECT_TIMEOUT_S, RETRY_S, Pool, open_pool
-from wheel.store.translate import translated
+from tests.services import CrashablePostgres, until_answered
+from wheel.store.pool import RECONNECT_TIMEOUT_S, RETRY_S, open_pool
 
 OUTAGE_S = 8.0
 """psycopg_pool on its own would try again 1, 3, 7 and 15 s after the first failure: back
@@ -28,17 +26,6 @@ async def postgres() -> AsyncIterator[CrashablePostgres]:
         await server.close()
 
 
-async def answered(pool: Pool) -> float:
-    """Ask until Postgres answers through the pool, as a node's loops keep doing; when."""
-    while True:
-        try:
-            async with translated(), pool.connection() as conn:
-                await conn.execute("SELECT 1")
-            return asyncio.get_running_loop().time()
-        except StoreError:
-            await asyncio.sleep(0.05)  # a caller's own retry, not a wait for an event
-
-
 @pytest.mark.timeout(120)
 async def test_a_pool_is_back_within_a_second_of_postgres_whatever_the_outage(
     postgres: CrashablePostgres,
@@ -48,7 +35,7 @@ async def test_a_pool_is_back_within_a_second_of_postgres_whatever_the_outage(
     try:
         for outage_s in (2.0, OUTAGE_S):
             await postgres.crash()
-            asking = asyncio.create_task(answered(pool))
+            asking = asyncio.create_task(until_answered(pool))
             await asyncio.sleep(outage_s)  # the outage
             await postgres.restart()
             back_at = asyncio.get_running_loop().time()

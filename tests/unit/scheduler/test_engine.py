@@ -26,6 +26,16 @@ def _connected(b: Bench, credit: int = 10) -> Link:
     return link
 
 
+async def _dispatched(b: Bench, count: int) -> tuple[Link, Dispatches]:
+    """`count` runs due now, dispatched in one message to one executor."""
+    link = _connected(b)
+    b.add(due_runs(uuid.uuid4(), count, overlap="allow", fire_at=b.now()))
+    b.clock.advance(1)
+    sent = await _next(link)
+    assert isinstance(sent, Dispatches)
+    return link, sent
+
+
 async def test_a_run_is_claimed_ahead_dispatched_to_start_at_its_instant_and_recorded() -> None:
     b = bench(prefetch_ms=2000, lead_ms=250, claim_slice_ms=50, lease_s=30.0)
     e = b.engine
@@ -138,11 +148,7 @@ async def test_a_lapse_holds_an_executor_back_only_if_it_was_silent_and_then_it_
     e = b.engine
     e.start()
     try:
-        link = _connected(b)
-        b.add(due_runs(uuid.uuid4(), 2, overlap="allow", fire_at=b.now()))
-        b.clock.advance(1)
-        sent = await _next(link)
-        assert isinstance(sent, Dispatches)
+        link, sent = await _dispatched(b, 2)
         first, second = sent.fences()
         # The store let a lease lapse (it was away) while the executor kept talking.
         b.clock.advance(1500)
@@ -170,11 +176,7 @@ async def test_the_reaper_spares_attempts_whose_result_or_heartbeat_waits_to_be_
     e = b.engine
     e.start()
     try:
-        link = _connected(b)
-        b.add(due_runs(uuid.uuid4(), 3, overlap="allow", fire_at=b.now()))
-        b.clock.advance(1)
-        sent = await _next(link)
-        assert isinstance(sent, Dispatches)
+        link, sent = await _dispatched(b, 3)
         beating, done, silent = sent.fences()
         b.occurrences.heartbeats_open.clear()  # the store is away
         b.occurrences.records_open.clear()
@@ -211,7 +213,7 @@ async def test_ready_runs_that_a_held_back_executor_s_credit_cannot_take_are_a_s
         reason = e.stalled()
         assert reason is not None
         assert "dispatch stalled in pool 'default': 3 runs ready" in reason
-        assert "executors hold credit (ex 10)" in reason
+        assert "executors that serve it hold credit (ex 10)" in reason
         assert "held back after a lapsed lease, not answering: ex (1 probes)" in reason
         assert e.snapshot().stalled == reason
         e.links.heard(link)  # it answers
@@ -236,5 +238,23 @@ async def test_runs_waiting_for_credit_or_for_their_tenant_s_cap_are_not_a_stall
         b.clock.advance(60_000)
         assert len(e.ready) == 2
         assert e.stalled() is None, "its tenant has no room: waiting for its cap"
+    finally:
+        await e.stop()
+
+
+async def test_runs_whose_executor_is_busy_are_no_stall_while_another_s_credit_is_idle() -> None:
+    b = bench(prefetch_ms=0, lead_ms=0, claim_slice_ms=1, dispatch_stall_s=30.0)
+    e = b.engine
+    e.start()
+    try:
+        busy = b.links.connect(hello("busy", ("report",)), TOKEN)  # no credit: all slots taken
+        idle = b.links.connect(hello("idle", ("resize",), instance_id="i2"), TOKEN)
+        b.links.grant(idle, "default", 10)
+        b.add(due_runs(uuid.uuid4(), 2, overlap="allow", fire_at=b.now()))  # task "report"
+        b.clock.advance(60_000)
+        assert len(e.ready) == 2
+        assert e.stalled() is None, "the credit there is for another task type"
+        b.links.grant(busy, "default", 1)
+        assert isinstance(await _next(busy), Dispatches)
     finally:
         await e.stop()
