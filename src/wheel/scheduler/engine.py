@@ -22,9 +22,9 @@ whoever owns it.
 A lease that lapsed is the executor's doing only if it was silent: the
 reaper spares attempts whose result or heartbeat waits in the recorder, and
 holds back (and probes) only an executor that said nothing for
-SILENT_HEARTBEATS heartbeat intervals. `stalled()` says when runs wait
-although executors hold credit for them and nothing goes: readiness fails
-then, with the reason.
+SILENT_HEARTBEATS heartbeat intervals. `stalled()` (`stall`) says when runs
+wait although executors hold credit for them and nothing goes: readiness
+fails then, with the reason.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ from wheel.scheduler.observer import (
 from wheel.scheduler.overlap import OverlapQueues
 from wheel.scheduler.ready import Ready, ReadyQueues, epoch_ms
 from wheel.scheduler.recorder import Recorder
+from wheel.scheduler.stall import stalled
 from wheel.store import Store
 from wheel.timingwheel import Alarm, Clock, FiredBatch, SystemClock, WheelDriver
 
@@ -376,44 +377,12 @@ class Engine:
         return self.links.probe(self.config.heartbeat_interval_s)
 
     def stalled(self) -> str | None:
-        """Why this node dispatches nothing although it could, or None while it does.
-
-        Stalled: in some pool, the next run of a tenant with room has waited
-        `dispatch_stall_s` past its instant, executors hold credit for the pool
-        (usable or held back), and nothing of the pool was dispatched for as
-        long. Runs waiting for credit, or for a tenant's cap, are not a stall.
-        """
-        stall_s = self.config.dispatch_stall_s
-        now_ms, now_s = self._clock.wall_ms(), self._now_s()
-        for pool in self.ready.pools():
-            oldest = self.ready.oldest(pool, self.claims.room)
-            if oldest is None or now_ms - oldest.fire_at_ms < stall_s * 1000:
-                continue
-            idle_s = now_s - self.claims.dispatched_at_s.get(pool, self._started_s)
-            holders = [link for link in self.links.holding(pool)
-                       if link.serves(pool, oldest.task_type)]  # fmt: skip
-            if idle_s < stall_s or not holders:
-                continue
-            credit = ", ".join(f"{link.executor_id} {link.credits[pool]}" for link in holders)
-            causes = []
-            held_back = [link for link in holders if link.held_back]
-            if held_back:
-                names = ", ".join(f"{lk.executor_id} ({lk.probes} probes)" for lk in held_back)
-                causes.append(f"held back after a lapsed lease, not answering: {names}")
-            if self.claims.failing:
-                causes.append(f"claims fail: {self.claims.failing}")
-            elif self.claims.running:
-                causes.append(f"{self.claims.running} claims have not come back")
-            if self.recorder.behind():
-                causes.append(f"recording is behind ({self.recorder.waiting()} results wait)")
-            because = f"; {'; '.join(causes)}" if causes else ""
-            return (
-                f"dispatch stalled in pool {pool!r}: {self.ready.waiting(pool)} runs ready, the"
-                f" oldest {(now_ms - oldest.fire_at_ms) / 1000:.0f} s past its instant, none"
-                f" dispatched for {idle_s:.0f} s although executors that serve it hold credit"
-                f" ({credit}){because}"
-            )
-        return None
+        """Why this node dispatches nothing although it could, or None (`stall`)."""
+        return stalled(
+            self.ready, self.links, self.claims, self.recorder,
+            stall_s=self.config.dispatch_stall_s, now_ms=self._clock.wall_ms(),
+            now_s=self._now_s(), since_s=self._started_s,
+        )  # fmt: skip
 
     def sweep(self) -> int:
         """Forget in-flight entries whose lease is long gone (recorded by another node), but
