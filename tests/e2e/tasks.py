@@ -34,3 +34,9 @@ def poison(ctx: wheel.TaskContext) -> None:
 @wheel.task("noop_async")
 async def noop_async(ctx: wheel.TaskContext) -> None:
     """Nothing, on the event loop: no hop to a worker thread."""
+
+
+@wheel.task("busy")
+async def busy(ctx: wheel.TaskContext) -> None:
+    """Holds its slot for the payload's seconds (default 0.05): capacity a test can size."""
+    await asyncio.sleep(float(ctx.payload or b"0.05"))

@@ -88,6 +88,26 @@ def _pools(values: tuple[str, ...]) -> dict[str, int]:
     "instant: a spike's claims happen before it (env WHEEL_HOLD).",
 )
 @click.option(
+    "--backlog",
+    "backlog_s",
+    type=click.FloatRange(min=0, min_open=True),
+    envvar="WHEEL_BACKLOG",
+    default=5.0,
+    show_default=True,
+    help="Seconds of work a saturated pool takes on beyond its concurrency, at the start "
+    "rate it measured: nodes claim no further ahead than that (env WHEEL_BACKLOG).",
+)
+@click.option(
+    "--max-ready-wait",
+    "max_ready_wait_s",
+    type=click.FloatRange(min=0, min_open=True),
+    envvar="WHEEL_MAX_READY_WAIT",
+    default=10.0,
+    show_default=True,
+    help="Seconds a due run may wait for a slot before it is handed back for another "
+    "executor (env WHEEL_MAX_READY_WAIT).",
+)
+@click.option(
     "--drain-timeout",
     type=click.FloatRange(min=0),
     envvar="WHEEL_DRAIN_TIMEOUT",
@@ -138,6 +158,8 @@ def executor(
     modules: tuple[str, ...],
     pools: tuple[str, ...],
     hold: int,
+    backlog_s: float,
+    max_ready_wait_s: float,
     drain_timeout: float,
     metrics_listen: str,
     tracing_on: bool,
@@ -167,6 +189,8 @@ def executor(
             task_modules=modules,
             pools=_pools(pools),
             hold=hold,
+            backlog_s=backlog_s,
+            max_ready_wait_s=max_ready_wait_s,
             drain_timeout_s=drain_timeout,
             metrics_listen=metrics_listen,
             tracing=tracing_on,

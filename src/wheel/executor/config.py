@@ -51,6 +51,13 @@ class ExecutorConfig:
     """Runs each stream may hand over per pool beyond its concurrency: nodes claim runs up
     to their `prefetch_ms` ahead and the executor holds them (memory, no slot) until their
     instant, so a spike's database work is done before it. 0: only what can run now."""
+    backlog_s: float = 5.0
+    """Once a pool has been saturated, it takes only what it can start within this long at
+    the start rate it measured then (beyond its concurrency): nodes claim no further ahead
+    than the executors can keep up with."""
+    max_ready_wait_s: float = 10.0
+    """A run due this long that is still waiting for a slot is handed back (NOT_STARTED):
+    a node gives it to whoever has room, and no lease ever has to cover a queue."""
     drain_timeout_s: float = 30.0
     """On shutdown, how long running handlers may go on before they are cancelled."""
     flush_timeout_s: float = 10.0
@@ -125,6 +132,10 @@ class ExecutorConfig:
             )
         if self.thread_pool_size is not None and self.thread_pool_size < 1:
             raise ConfigError("thread_pool_size", f"{self.thread_pool_size} must be at least 1")
+        if self.backlog_s <= 0:
+            raise ConfigError("backlog_s", f"{self.backlog_s} must be positive")
+        if self.max_ready_wait_s <= 0:
+            raise ConfigError("max_ready_wait_s", f"{self.max_ready_wait_s} must be positive")
         if not 0 <= self.hold <= 1_000_000:
             raise ConfigError("hold", f"{self.hold} not in 0..1000000")
         if self.reach_check_s <= 0:

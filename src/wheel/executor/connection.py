@@ -7,8 +7,10 @@ messages become domain calls on the handler; a ticker asks the handler which
 executions to heartbeat every `heartbeat_interval_ms`. When the stream ends
 (EOF, an RPC error, a write failure) the handler hears `stream_down` before
 anything else happens, and the link reconnects after an exponential backoff
-with jitter (reset once a stream was welcomed). Cancelling the link closes
-its stream.
+with jitter (reset once a stream was welcomed). A node that pings and then
+says nothing for SILENT_INTERVALS heartbeat intervals is taken to be gone for
+that stream, which then ends the same way. Cancelling the link closes its
+stream.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import asyncio
 import dataclasses
 import logging
 import random
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +42,9 @@ from wheel.keepalive import CLIENT_KEEPALIVE
 log = logging.getLogger(__name__)
 
 WELCOME_TIMEOUT_S = 10.0
+SILENT_INTERVALS = 6
+"""A node that pings (every heartbeat interval) and is then heard from for this many
+intervals is gone for this stream, whatever gRPC says: a new stream is opened."""
 DEFAULT_HEARTBEAT_MS = 2000
 """Used when a Welcome names no interval."""
 MIN_HEARTBEAT_MS = 10
@@ -83,6 +89,10 @@ class Stream:
         self.welcome_node_id = welcome_node_id
         self.heartbeat_interval_s = heartbeat_interval_s
         self.alive = True
+        self.heard_at = time.monotonic()
+        """When the node last sent anything on it."""
+        self.pinged = False
+        """The node pings: silence on this stream then means it is gone."""
         self.credit: dict[str, int] = {}
         """Credit granted on this stream and not used by a dispatch yet, per pool."""
         self._results: list[pb.Result] = []
@@ -94,6 +104,12 @@ class Stream:
 
     def __repr__(self) -> str:
         return f"Stream({self.node_id!r}, alive={self.alive})"
+
+    def gone_silent(self) -> bool:
+        """A node that pings has said nothing for SILENT_INTERVALS heartbeat intervals: the
+        stream is as good as ended (the ticker ends it)."""
+        silent_s = time.monotonic() - self.heard_at
+        return self.pinged and silent_s > SILENT_INTERVALS * self.heartbeat_interval_s
 
     def grant(self, pool: str, count: int) -> None:
         if count > 0 and self.alive:
@@ -294,7 +310,9 @@ class NodeLink:
         writer = asyncio.create_task(self._write(call, stream), name=f"write {self.node_id}")
         ticker = asyncio.create_task(self._heartbeat(stream), name=f"heartbeat {self.node_id}")
         try:
-            done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                {reader, writer, ticker}, return_when=asyncio.FIRST_COMPLETED
+            )
             for task in done:
                 task.result()  # raises how the stream broke
         finally:
@@ -310,6 +328,7 @@ class NodeLink:
             message = await call.read()
             if not isinstance(message, pb.SchedulerMessage):
                 return  # EOF: the node ended the stream
+            stream.heard_at = time.monotonic()
             self._deliver(stream, message)
 
     async def _write(self, call: Call, stream: Stream) -> None:
@@ -318,10 +337,17 @@ class NodeLink:
                 await call.write(message)
 
     async def _heartbeat(self, stream: Stream) -> None:
+        """Every heartbeat interval: heartbeat what this stream keeps, and end the stream if a
+        node that pings has gone silent (a node may let go of an executor it thinks frozen,
+        and a stream ended on its side is not always heard of on this one)."""
+        interval_s = stream.heartbeat_interval_s
         while stream.alive:
-            await asyncio.sleep(stream.heartbeat_interval_s)
+            await asyncio.sleep(interval_s)
             for execution_id, fence in self._handler.heartbeats_for(stream):
                 stream.send_heartbeat(execution_id, fence)
+            if stream.gone_silent():
+                silent_s = time.monotonic() - stream.heard_at
+                raise TimeoutError(f"nothing from node {self.node_id} for {silent_s:.0f} s")
 
     def _dispatch(self, stream: Stream, message: pb.Dispatch) -> None:
         try:
@@ -363,7 +389,7 @@ class NodeLink:
         elif kind == "accepted":
             handler.on_accepted(message.accepted.execution_id, message.accepted.fence)
         elif kind == "ping":
-            log.info("link.pinged", extra={"node": self.node_id, "nonce": message.ping.nonce})
+            stream.pinged = True
             stream.send_pong(message.ping.nonce)
         else:
             log.warning("link.unexpected_message", extra={"node": self.node_id, "kind": kind})

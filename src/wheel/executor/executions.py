@@ -9,6 +9,18 @@ stream is still up and we are not draining. Runs start at their `start_at`
 (one timer for the earliest of all), in `start_at` order, as their pool's
 slots allow (see `runner`).
 
+Back-pressure, so that no lease has to cover a queue here. A pool that has
+been saturated knows its start rate; it is *behind* while what waits in it
+(held and ready) is more than it starts in `backlog_s` (or while a slot's
+worth of due runs waits for each slot), and it gives no credit back until
+it has caught up: nodes claim no further ahead than this executor keeps up
+with. A due run that still waits for a slot after `max_ready_wait_s` is
+handed back NOT_STARTED, and so is a held run whose stream ends more than
+HANDOVER_MARGIN_S before its instant (that node gives it to another
+executor at once) or is down when its instant comes, or whose instant came
+while this process was frozen (STALLED_S): a held run never starts on a stream
+that has ended, nor after its node may have let go of it.
+
 Messages naming an (execution id, fence) act only on that exact pair:
 `StaleFence` stops a held or running run without a result and drops a
 buffered result; `ResultAccepted` drops a buffered result;
@@ -23,6 +35,7 @@ import functools
 import heapq
 import itertools
 import logging
+import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -52,26 +65,72 @@ from wheel.timingwheel import GcGovernor
 log = logging.getLogger(__name__)
 
 _AsyncHandler = Callable[[TaskContext], Awaitable[object]]
-"""Runs a stream may hand over per pool beyond its concurrency (held until their instant)."""
+
+HANDOVER_MARGIN_S = 1.0
+"""A held run whose stream ends at least this long before its instant is handed back; the
+node does the same on its side, so neither starts what the other may give away (clocks
+may differ by less than this)."""
+RATE_WINDOW_S = 1.0
+STALLED_S = 5.0
+"""A held run that comes due this much later than its instant came due while this process
+was frozen or starved: its node may have given it away meanwhile (a node lets an executor
+go after 15 s without keepalive answers), so it is handed back, never started."""
 
 
 @dataclass(slots=True)
 class _Pool:
     name: str
     concurrency: int
+    hold: int
+    """What may wait here beyond the concurrency before the start rate is known."""
+    backlog_s: float
     running: int = 0
+    held: int = 0
+    """Runs waiting for their instant."""
     ready: list[tuple[float, int, Run]] = field(default_factory=list)
     """Runs whose instant has come, waiting for a slot: a heap, earliest start_at first
     (ties in arrival order), whatever order they arrived in."""
     withheld: Counter[Stream] = field(default_factory=Counter)
     """Credit owed to streams, kept back while the pool is behind (see `behind`)."""
+    rate: float | None = None
+    """Runs started a second while it was saturated (None until it has been)."""
+    window_at: float = 0.0
+    window_starts: int = 0
+    window_saturated: bool = False
+
+    @property
+    def waiting(self) -> int:
+        return self.held + len(self.ready)
+
+    @property
+    def room(self) -> int:
+        """What may wait here beyond the concurrency: `hold`, or what it starts in
+        `backlog_s` once it knows its rate."""
+        if self.rate is None:
+            return self.hold
+        return min(self.hold, max(self.concurrency, int(self.rate * self.backlog_s)))
 
     @property
     def behind(self) -> bool:
-        """A slot's worth of due runs wait for each slot: the pool is not keeping up. It
-        then takes nothing more ahead: every run it holds past its instant waits under a
-        lease, and a queue it could not start within one would run twice."""
-        return len(self.ready) >= self.concurrency
+        """The pool is not keeping up: a slot's worth of due runs wait for each slot, or more
+        waits than it starts in `backlog_s`. It then takes nothing more: every run it holds
+        past its instant waits under a lease, and a queue it could not start within one
+        would run twice."""
+        return len(self.ready) >= self.concurrency or self.waiting > self.room
+
+    def started(self, now_s: float) -> None:
+        """Count a start toward the rate, which is measured over saturated windows only."""
+        self.window_starts += 1
+        if now_s - self.window_at >= RATE_WINDOW_S:
+            self.close_window(now_s)
+
+    def close_window(self, now_s: float) -> None:
+        elapsed = now_s - self.window_at
+        if self.window_saturated and elapsed > 0:
+            sample = self.window_starts / elapsed
+            self.rate = sample if self.rate is None else 0.5 * self.rate + 0.5 * sample
+        self.window_at, self.window_starts = now_s, 0
+        self.window_saturated = bool(self.ready)
 
 
 class Executions:
@@ -84,14 +143,21 @@ class Executions:
         router: Router,
         outbox: Outbox,
         hold: int = DEFAULT_HOLD,
+        backlog_s: float = 5.0,
+        max_ready_wait_s: float = 10.0,
         wall: Callable[[], datetime] = utc_now,
+        clock: Callable[[], float] = time.monotonic,
         cancel_grace_s: float = CANCEL_GRACE_S,
         governor: GcGovernor | None = None,
     ) -> None:
         self._registry = registry
         self._concurrency = dict(pools)
-        self._pools = {name: _Pool(name, concurrency) for name, concurrency in pools.items()}
+        self._pools = {
+            name: _Pool(name, concurrency, hold, backlog_s) for name, concurrency in pools.items()
+        }
         self._hold = hold
+        self._max_ready_wait_s = max_ready_wait_s
+        self._clock = clock
         self._threads = threads
         self._router = router
         self._outbox = outbox
@@ -145,7 +211,25 @@ class Executions:
 
     def stream_down(self, stream: Stream) -> None:
         self._router.remove(stream)
+        self._hand_back_held(stream)
         self._outbox.stream_down(stream)
+
+    def _hand_back_held(self, stream: Stream) -> None:
+        """Its node lets go of what it handed over on this stream and has not started: give
+        back what is not due within HANDOVER_MARGIN_S (the rest starts here as usual)."""
+        after_s = self._wall().timestamp() + HANDOVER_MARGIN_S
+        gone = [
+            run
+            for run in self._runs.values()
+            if run.origin is stream
+            and run.phase == "held"
+            and run.dispatch.start_at.timestamp() > after_s
+        ]
+        if gone:
+            log.info("executions.handed_back", extra={"node": stream.node_id, "runs": len(gone),
+                                                      "reason": "stream ended"})  # fmt: skip
+        for run in gone:
+            self._stop(run, Stop("handed_back", f"its stream to {stream.node_id} ended first"))
 
     def on_dispatch(self, stream: Stream, dispatch: Dispatch) -> None:
         if not stream.take(dispatch.pool):
@@ -179,6 +263,7 @@ class Executions:
         if start_s <= self._wall().timestamp():
             self._make_ready(run)
             return
+        self._pools[dispatch.pool].held += 1
         heapq.heappush(self._starts, (start_s, next(self._order), run))
         if start_s < self._timer_at:
             self._arm(start_s)
@@ -223,7 +308,9 @@ class Executions:
 
     def heartbeats_for(self, stream: Stream) -> list[tuple[str, int]]:
         """Runs whose lease this stream keeps: running, or due and waiting for a slot. A run
-        held until its instant needs none: nodes hand runs over well within their lease."""
+        held until its instant needs none: nodes hand runs over well within their lease.
+        Asked every heartbeat interval, it also gives back what waited too long for a slot."""
+        self._hand_back_overdue()
         route = self._router.route
         return [key for key, run in self._runs.items()
                 if run.phase in ("running", "ready")
@@ -261,19 +348,37 @@ class Executions:
         # A loop timer may fire up to its resolution early: the wall clock decides.
         now_s = self._wall().timestamp()
         starts = self._starts
+        handed: Counter[str] = Counter()
         while starts and starts[0][0] <= now_s:
             run = heapq.heappop(starts)[2]
-            if run.phase == "held":
+            if run.phase != "held":
+                continue
+            late_s = now_s - run.dispatch.start_at.timestamp()
+            if not run.origin.alive or run.origin.gone_silent():  # its node may have given
+                # it away (a frozen process's timers fire before it reads that): not here
+                ended = f"its stream to {run.origin.node_id} ended first"
+                self._stop(run, Stop("handed_back", ended))
+                handed["stream ended"] += 1
+            elif late_s > STALLED_S:
+                stalled = f"this executor was stalled or frozen for {late_s:.0f} s at its instant"
+                self._stop(run, Stop("handed_back", stalled))
+                handed["stalled"] += 1
+            else:
                 self._make_ready(run)
+        for reason, count in handed.items():
+            log.warning("executions.handed_back", extra={"runs": count, "reason": reason})
         if starts:
             self._arm(starts[0][0])
 
     def _make_ready(self, run: Run) -> None:
-        run.phase = "ready"
         pool = self._pools[run.dispatch.pool]
+        if run.phase == "held":
+            pool.held -= 1
+        run.phase = "ready"
         if pool.running < pool.concurrency and not pool.ready:
             self._start(run, pool)  # the common case: a free slot, nobody ahead
             return
+        pool.window_saturated = True
         start_s = run.dispatch.start_at.timestamp()
         heapq.heappush(pool.ready, (start_s, next(self._order), run))
         self._fill(pool)
@@ -284,9 +389,32 @@ class Executions:
             if run.phase == "ready":
                 self._start(run, pool)
         if pool.withheld and not pool.behind:
+            # Only what it can take again: a queue's worth of owed credit paid at once
+            # would bring the queue straight back.
+            room = pool.room - pool.waiting
             owed, pool.withheld = pool.withheld, Counter()
             for stream, count in owed.items():
-                self._credit_back(stream, pool.name, count)
+                paid = max(0, min(count, room))
+                room -= paid
+                if paid:
+                    self._credit_back(stream, pool.name, paid)
+                if count > paid:
+                    pool.withheld[stream] += count - paid
+
+    def _hand_back_overdue(self) -> None:
+        """Give back the due runs that waited `max_ready_wait_s` for a slot and got none."""
+        limit_s = self._wall().timestamp() - self._max_ready_wait_s
+        for pool in self._pools.values():
+            overdue = 0
+            while pool.ready and pool.ready[0][0] < limit_s:
+                run = heapq.heappop(pool.ready)[2]
+                if run.phase == "ready":
+                    overdue += 1
+                    waited = f"waited {self._max_ready_wait_s:g} s for a slot in pool {pool.name!r}"
+                    self._stop(run, Stop("handed_back", waited))
+            if overdue:
+                log.warning("executions.handed_back", extra={"pool": pool.name, "runs": overdue,
+                                                             "reason": "behind"})  # fmt: skip
 
     def _start(self, run: Run, pool: _Pool) -> None:
         dispatch = run.dispatch
@@ -299,6 +427,7 @@ class Executions:
             return
         run.phase = "running"
         pool.running += 1
+        pool.started(self._clock())
         loop = asyncio.get_running_loop()
         key = run.key
 
@@ -393,12 +522,14 @@ class Executions:
 
     def _end(self, run: Run, report: Report | None) -> None:
         was_running = run.phase == "running"
+        pool = self._pools[run.dispatch.pool]
+        if run.phase == "held":
+            pool.held -= 1
         run.phase = "done"
         if run.timer is not None:
             run.timer.cancel()
             run.timer = None
         self._runs.pop(run.key, None)
-        pool = self._pools[run.dispatch.pool]
         if run.span is not None:
             ended = report.outcome.name.lower() if report is not None else "stale"
             tracing.handler_ended(run.span, ended, report.error if report is not None else "")

@@ -112,7 +112,8 @@ class Executor:
         self.outbox = Outbox(self.router)
         self.executions = Executions(
             self.registry, config.pools, threads=self._threads, router=self.router,
-            outbox=self.outbox, hold=config.hold, governor=self._governor,
+            outbox=self.outbox, hold=config.hold, backlog_s=config.backlog_s,
+            max_ready_wait_s=config.max_ready_wait_s, governor=self._governor,
         )  # fmt: skip
         self._governor.start()
         info = ExecutorInfo(

@@ -13,7 +13,9 @@ timer handle.
 
 `Stop` ends a run early: while held or ready, a shutdown answers NOT_STARTED,
 a cancel request FAILED, a passed deadline NOT_STARTED (it never started,
-and an attempt that never started is given back); while running, the handler
+and an attempt that never started is given back), and so does a hand-back (its
+stream ended before its instant, or it waited too long for a slot); while
+running, the handler
 is cancelled (async: `task.cancel()`; sync: `ctx.cancel_event` is set, since
 a thread cannot be interrupted) and given CANCEL_GRACE_S to finish before it
 is abandoned, so a handler that ignores cancellation never holds the report.
@@ -44,12 +46,14 @@ def utc_now() -> datetime:
 class Stop:
     """Why a run ends early."""
 
-    kind: Literal["stale", "cancelled", "shutdown", "timeout"]
+    kind: Literal["stale", "cancelled", "shutdown", "timeout", "handed_back"]
     reason: str = ""
 
     def error(self, deadline: datetime) -> str:
         if self.kind == "cancelled":
             return f"cancelled: {self.reason}"
+        if self.kind == "handed_back":
+            return f"handed back: {self.reason}"
         if self.kind == "timeout":
             return f"timeout: the handler ran past its deadline {deadline.isoformat()}"
         return SHUTDOWN_ERROR
@@ -101,7 +105,7 @@ class Run:
         assert stop is not None
         if stop.kind == "stale":
             return None
-        if self.started_at is None and stop.kind in ("shutdown", "timeout"):
+        if self.started_at is None and stop.kind in ("shutdown", "timeout", "handed_back"):
             error = stop.error(self.dispatch.deadline)
             return self.report(Outcome.NOT_STARTED, error, finished_at)
         return self.report(Outcome.FAILED, stop.error(self.dispatch.deadline), finished_at)

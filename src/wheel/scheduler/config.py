@@ -117,7 +117,8 @@ class SchedulerConfig:
     drain_timeout_s: float = 10.0
     """On stop, how long results already received may take to be recorded."""
     pool_size: int = 8
-    """Postgres connections for claims, results, loading and materialising."""
+    """Postgres connections for claims, results, loading and materialising (heartbeats have
+    one more of their own)."""
     api_pool_size: int = 4
     """Postgres connections for the public API, apart from the scheduling work's."""
     notify_poll_s: float = 1.0

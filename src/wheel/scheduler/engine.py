@@ -39,7 +39,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from wheel import tracing
-from wheel.model.executions import DueOccurrence, ExecutionStatus, Outcome, Recorded
+from wheel.model.executions import (
+    AttemptResult,
+    DueOccurrence,
+    ExecutionStatus,
+    Fenced,
+    Outcome,
+    Recorded,
+)
 from wheel.model.http_tasks import route_pool
 from wheel.model.ids import ExecutionKey, PartitionId
 from wheel.scheduler.aside import Aside
@@ -47,7 +54,7 @@ from wheel.scheduler.breaker import Breakers
 from wheel.scheduler.claims import Claims
 from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.in_flight import InFlightRuns
-from wheel.scheduler.links import Links
+from wheel.scheduler.links import Link, Links
 from wheel.scheduler.observer import (
     UPCOMING_WINDOWS_MS,
     EngineObserver,
@@ -71,6 +78,12 @@ _NOT_STARTED_BACKOFF_MAX_MS = 60_000
 SILENT_HEARTBEATS = 2
 """An executor silent for this many heartbeat intervals when a lease of its lapses is held
 back: a live one holding a running run heartbeats every interval."""
+LOST_HEARTBEATS = 4
+"""An executor that holds runs and answers nothing, probes included, for this many heartbeat
+intervals is let go (`probe`): gRPC's keepalive does not always notice a frozen one."""
+HANDOVER_MARGIN_MS = 1000
+"""When a stream ends, what it was handed that is due later than this is given back at once
+(its executor gives it back too, and never starts it: `wheel.executor.executions`)."""
 
 
 class Engine:
@@ -85,9 +98,11 @@ class Engine:
         clock: Clock | None = None,
         alarm: Alarm | None = None,
         observer: EngineObserver | None = None,
+        heartbeats: Store | None = None,
     ) -> None:
         """`clock` is read for every instant and timeout (`alarm` wakes the wheel; both
-        default to the system's and the running loop's); `observer` hears every event."""
+        default to the system's and the running loop's); `observer` hears every event;
+        `heartbeats` is a store whose connections only heartbeats use (default: `store`)."""
         self.config = config
         self._store = store
         self.links = links
@@ -118,6 +133,7 @@ class Engine:
             config, store.occurrences, self.in_flight, stats=self.stats,
             observer=self._observer, clock=self._clock, finished=self._finished,
             recorded=self._wake.set,  # claims held back while recording was behind may go
+            heartbeats=(heartbeats or store).occurrences,
         )  # fmt: skip
         self.claims = Claims(
             config, store.occurrences, links, ready=self.ready, in_flight=self.in_flight,
@@ -127,6 +143,8 @@ class Engine:
             observer=self._observer, stats=self.stats,
         )  # fmt: skip
         self._spread_next_ms = 0.0
+        self._handed_back: set[ExecutionKey] = set()
+        """Given back because their stream ended: claimed again at once, no backoff."""
         self._dispatcher: asyncio.Task[None] | None = None
         self._started_s = self._now_s()
 
@@ -251,6 +269,27 @@ class Engine:
         """Back in the wheel, to be claimed in time for its (new) instant."""
         self.driver.add(item.key, self.claim_at(item.fire_at_ms, item.overlap))
 
+    def link_lost(self, link: Link) -> int:
+        """A stream ended: forget its link, and give back what never reached it and what
+        reached it but is not due within HANDOVER_MARGIN_MS, so that another executor takes
+        those now rather than when their leases run out. The rest stays its executor's (it
+        may have started them) until it reports, or its leases lapse. How many went back."""
+        self.links.disconnect(link)
+        given = set(self.recorder.undelivered(link))
+        after_ms = self._clock.wall_ms() + HANDOVER_MARGIN_MS
+        for key, entry in self.in_flight.on(link):
+            fenced = Fenced(key, entry.fence)
+            if key in self._handed_back:
+                continue  # given back already (the stream's end is heard twice)
+            if fenced not in given and entry.ready.fire_at_ms > after_ms:
+                self.recorder.submit(None, AttemptResult(key, entry.fence, Outcome.NOT_STARTED))
+                given.add(fenced)
+        self._handed_back.update(fenced.key for fenced in given)
+        if given:
+            log.info("engine.handed_back", extra={"executor": link.executor_id,
+                                                  "runs": len(given)})  # fmt: skip
+        return len(given)
+
     def retry_blocked(self) -> None:
         """Try every queued occurrence again (its predecessor may have finished elsewhere)."""
         self.overlap.release_all()
@@ -309,6 +348,8 @@ class Engine:
             self._observer.attempt_recorded(outcome)
         if recorded.status in _FINAL:
             self._observer.execution_finished(recorded.status)
+        handed_back = recorded.key in self._handed_back
+        self._handed_back.discard(recorded.key)
         entry = self.in_flight.done(recorded.key)
         if entry is None:
             return
@@ -327,10 +368,10 @@ class Engine:
             self.overlap.release(recorded.key.job_id)
         if recorded.status is ExecutionStatus.PENDING and item.partition in self.owned:
             item.fire_at_ms = epoch_ms(recorded.fire_at)
-            if outcome is Outcome.NOT_STARTED:
-                # Given back unstarted (an executor draining, or gone before the dispatch
-                # left): ask again after a backoff that doubles each time, up to a
-                # minute, so a run that keeps being refused costs little.
+            if outcome is Outcome.NOT_STARTED and not handed_back:
+                # Given back unstarted (an executor draining or behind): ask again after a
+                # backoff that doubles each time, up to a minute, so a run that keeps being
+                # refused costs little. One whose stream ended goes again at once.
                 backoff_ms = min(_NOT_STARTED_BACKOFF_MS << min(item.not_started, 16),
                                  _NOT_STARTED_BACKOFF_MAX_MS)  # fmt: skip
                 item.not_started += 1
@@ -373,8 +414,22 @@ class Engine:
         return len(recorded)
 
     def probe(self) -> int:
-        """Ask the executors held back whether they are there (once per heartbeat interval)."""
-        return self.links.probe(self.config.heartbeat_interval_s)
+        """Ask the executors held back or silent whether they are there (once per heartbeat
+        interval), and let go of one that holds runs of this node and has answered nothing
+        for LOST_HEARTBEATS intervals: frozen or cut off, though its stream looks up. Its runs
+        not yet due go to other executors now (`link_lost`), not when their leases run out."""
+        interval_s = self.config.heartbeat_interval_s
+        asked = self.links.probe(interval_s)
+        for link in self.links.silent(LOST_HEARTBEATS * interval_s):
+            if link.open and self.in_flight.by_link.get(link.serial):
+                log.warning(
+                    "engine.executor_lost",
+                    extra={"executor": link.executor_id,
+                           "silent_s": round(self.links.silent_for_s(link), 1)},
+                )  # fmt: skip
+                link.let_go("it answered nothing: its runs not yet due go elsewhere", 1.0)
+                self.link_lost(link)
+        return asked
 
     def stalled(self) -> str | None:
         """Why this node dispatches nothing although it could, or None (`stall`)."""

@@ -66,6 +66,10 @@ class InFlightRuns:
     def expired(self, now_monotonic_s: float) -> list[ExecutionKey]:
         return [k for k, e in self._runs.items() if e.expires_monotonic_s < now_monotonic_s]
 
+    def on(self, link: Link) -> list[tuple[ExecutionKey, InFlight]]:
+        """The runs handed to one link (a walk over every run in flight: for rare events)."""
+        return [(key, entry) for key, entry in self._runs.items() if entry.link is link]
+
     def __contains__(self, key: object) -> bool:
         return key in self._runs
 

@@ -15,10 +15,11 @@ reconnecting replaces its old link.
 A link is held back (`hold_back`) when a run's lease lapsed while its
 executor had been silent: paused, frozen or cut off. It gets no dispatches
 until it says anything again (`heard`). An executor holding nothing has
-nothing to say, so the node asks: a held-back link is probed at once and
-then every probe interval (`probe`), and an executor that is there answers
-at once. A lease that lapsed while the executor kept talking is the store's
-delay, not the executor's, and holds nothing back.
+nothing to say, so the node asks: a held-back link is probed at once, and
+every link every probe interval (`probe`); an executor that is there
+answers at once. A lease that lapsed
+while the executor kept talking is the store's delay, not the executor's,
+and holds nothing back.
 
 The node's own HTTP task runner (`scheduler.http_runner`) is a link too, with
 no stream: it serves HTTP task types, which no executor serves, and its
@@ -35,6 +36,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from wheel.errors import Conflict
 from wheel.model.http_tasks import is_http_task_type
@@ -71,6 +73,8 @@ class Link:
     probes: int = 0
     """Probes sent since it was held back."""
     connected_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    handler: asyncio.Task[Any] | None = None
+    """The task serving its stream (`let_go` ends it when closing does not)."""
     http_runner: bool = False
     """The node's HTTP task runner: HTTP task types only, credit in HTTP_POOL."""
 
@@ -117,6 +121,14 @@ class Link:
             self.open = False
             self.ended_because = because
             self.outbox.put_nowait(None)
+
+    def let_go(self, because: str, after_s: float) -> None:
+        """End the stream: close it, and cancel its handler if it has not ended `after_s`
+        later (a write to a frozen peer may never complete)."""
+        self.close(because)
+        handler = self.handler
+        if handler is not None:
+            asyncio.get_running_loop().call_later(after_s, _cancel_unless_done, handler)
 
 
 class Links:
@@ -220,13 +232,20 @@ class Links:
         return True
 
     def probe(self, every_s: float) -> int:
-        """Ask every link held back for `every_s` since its last probe; how many were asked."""
+        """Ask every executor whether it is there, once per `every_s`; how many were asked.
+        A live one answers at once, and hears from its node at least this often (a stream
+        it hears nothing on for a few intervals is dead to it: `executor.connection`)."""
         now_s, asked = self._now_s(), 0
         for link in self._links.values():
-            if link.held_back_since_s is not None and now_s - link.probed_at_s >= every_s:
+            if not link.http_runner and now_s - link.probed_at_s >= every_s:
                 self._send_probe(link)
                 asked += 1
         return asked
+
+    def silent(self, longer_than_s: float) -> list[Link]:
+        """The executors' links that said nothing, probes answered included, for this long."""
+        now_s = self._now_s()
+        return [link for link in self if now_s - link.heard_at_s > longer_than_s]
 
     def holding(self, pool: str) -> list[Link]:
         """The links with credit in the pool (held back or not; the HTTP runner included)."""
@@ -266,3 +285,8 @@ class Links:
     def close_all(self) -> None:
         for link in list(self._links.values()):
             self.disconnect(link)
+
+
+def _cancel_unless_done(task: asyncio.Task[Any]) -> None:
+    if not task.done():
+        task.cancel()

@@ -135,11 +135,15 @@ class SchedulerNode:
                 config.postgres_dsn, min_size=1, max_size=config.api_pool_size, name="wheel-api"
             )
             resources.push_async_callback(api_store.close)
+            beats = await Store.open(
+                config.postgres_dsn, min_size=1, max_size=1, name="wheel-heartbeats"
+            )
+            resources.push_async_callback(beats.close)
             etcd = await Etcd.connect(config.etcd())
             resources.push_async_callback(etcd.close)
             partitions = await partition_count(etcd, self._layout, config.partitions)
             metrics = NodeMetrics() if config.metrics_listen else None
-            engine = Engine(config, store, Links(), observer=metrics)
+            engine = Engine(config, store, Links(), observer=metrics, heartbeats=beats)
             served = await serve(
                 config, engine=engine, api_store=api_store, etcd=etcd, layout=self._layout,
                 partitions=partitions,

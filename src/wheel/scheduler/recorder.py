@@ -12,6 +12,9 @@ Contract:
   ones are refused with the current fence.
 - A heartbeat extends the run's lease in Postgres and its in-flight entry here;
   one the store refuses is answered as stale, so the executor cancels the run.
+  Heartbeats go on a connection of their own: they never wait for one behind
+  claims and records (under load, a heartbeat late is a lease lapsed and a
+  run run twice).
 - `behind()` is true while more than a few batches wait: a finished run's
   result that waits past its lease gets the occurrence reaped and run again,
   so the engine claims nothing more until this catches up.
@@ -79,11 +82,14 @@ class Recorder:
         clock: Clock,
         finished: Callable[[Recorded, Outcome | None], None],
         recorded: Callable[[], None],
+        heartbeats: Occurrences | None = None,
     ) -> None:
         """`finished` follows every recorded attempt (and every stale one of a run still in
-        flight here, with no outcome); `recorded` follows every statement."""
+        flight here, with no outcome); `recorded` follows every statement. `heartbeats`, on
+        connections of their own, records heartbeats (default: `occurrences`)."""
         self._config = config
         self._occurrences = occurrences
+        self._beats = heartbeats or occurrences
         self._in_flight = in_flight
         self._stats = stats
         self._observer = observer
@@ -105,6 +111,11 @@ class Recorder:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(batcher.flush(), self._config.drain_timeout_s)
                 await batcher.close()
+
+    async def flush(self) -> None:
+        """Return once every result submitted so far is recorded (or refused)."""
+        if self._results is not None:
+            await self._results.flush()
 
     def waiting(self) -> int:
         """Results not yet recorded."""
@@ -157,8 +168,10 @@ class Recorder:
             raise RuntimeError("the recorder is not started")
         self._heartbeats.add((link, fenced))
 
-    def undelivered(self, link: Link) -> None:
-        """Dispatches still queued for a stream that ended never reached it: give them back."""
+    def undelivered(self, link: Link) -> list[Fenced]:
+        """Dispatches still queued for a stream that ended never reached it: give them back;
+        which they were."""
+        given: list[Fenced] = []
         while not link.outbox.empty():
             message = link.outbox.get_nowait()
             if not isinstance(message, Dispatches):
@@ -166,6 +179,8 @@ class Recorder:
             for fenced in message.fences():
                 self._stats.not_started += 1
                 self.submit(None, AttemptResult(fenced.key, fenced.fence, Outcome.NOT_STARTED))
+                given.append(fenced)
+        return given
 
     def _refuse(
         self, link: Link, kind: str, execution_id: str, fence: int, *, not_yours: bool
@@ -235,9 +250,7 @@ class Recorder:
         lease_s = self._config.lease_s
         expires = self._clock.monotonic_ms() / 1000 + lease_s + LEASE_GRACE_S
         for link, items in by_link.items():
-            refused = await self._occurrences.heartbeat(
-                items, executor=link.binding, lease_s=lease_s
-            )
+            refused = await self._beats.heartbeat(items, executor=link.binding, lease_s=lease_s)
             refused_set = {(r.key, r.fence) for r in refused}
             for item in items:
                 entry = self._in_flight.get(item.key)

@@ -21,7 +21,6 @@ reference that is in this node's log, and nothing else.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Sequence
@@ -71,6 +70,8 @@ class _Ended(Exception):
         self.error = error
 
 
+CLOSE_WAIT_S = 1.0
+"""How long an ending stream waits for its reader and token watcher to stop."""
 CLUSTER_COALESCE_S = 0.05
 """Changes to the cluster map this close together go to executors as one map."""
 
@@ -122,6 +123,7 @@ class ExecutorStreamService:
             await self._internal(context, exc)
             return
         engine = self._engine
+        link.handler = asyncio.current_task()
         reader = asyncio.create_task(self._read(link, incoming), name="stream read")
         watcher = asyncio.create_task(self._watch_token(link, metadata), name="stream token")
         for task in (reader, watcher):
@@ -135,8 +137,7 @@ class ExecutorStreamService:
             while (message := await link.outbox.get()) is not None:
                 yield messages.outgoing_to_proto(message)
             # Gone from the node before the executor hears why: no dispatch can follow.
-            engine.links.disconnect(link)
-            engine.recorder.undelivered(link)
+            engine.link_lost(link)
             for task in (reader, watcher):
                 if task.done() and not task.cancelled() and isinstance(task.exception(), _Ended):
                     ended = task.exception()
@@ -144,14 +145,17 @@ class ExecutorStreamService:
                     await self._end(context, ended.error)
                 elif task.done() and not task.cancelled() and task.exception() is not None:
                     await self._internal(context, task.exception())  # type: ignore[arg-type]
+            if link.ended_because:  # the node let it go: say why, whatever its reads do
+                await context.abort(grpc.StatusCode.UNAVAILABLE, link.ended_because)
         finally:
-            engine.links.disconnect(link)
-            engine.recorder.undelivered(link)
+            engine.link_lost(link)
             for task in (reader, watcher):
                 task.cancel()
+            # A frozen executor's read may not end while it is frozen: do not wait on it.
+            await asyncio.wait({reader, watcher}, timeout=CLOSE_WAIT_S)
             for task in (reader, watcher):
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+                if task.done() and not task.cancelled():
+                    task.exception()  # retrieved: it was logged where it happened
             log.info("stream.closed", extra={"executor": link.executor_id, "node": self._node_id})
 
     async def watch_cluster(

@@ -223,9 +223,16 @@ async def test_a_parked_run_names_the_open_breaker(api: Api, start_node: NodeFac
         await executor.stop()
 
 
-async def test_a_run_whose_only_executor_is_held_back_says_so(api: Api) -> None:
+async def test_a_run_whose_only_executor_is_held_back_says_so(
+    api: Api, start_node: NodeFactory
+) -> None:
     """Its executor let a lease lapse in silence and answers no probe: the run is not
-    waiting for capacity (the executor holds credit), it waits for that executor."""
+    waiting for capacity (the executor holds credit), it waits for that executor. (A 1 s
+    heartbeat interval: the lease, 2 s, lapses before the executor has been silent for the
+    four intervals that would have it let go.)"""
+    node = await start_node("node-b", heartbeat_interval_s=1.0)
+    await api.node.stop()  # node-b takes every partition
+    await node.ready.wait()
     hung = asyncio.Event()
 
     async def first_hangs(_: object) -> tuple[int, str]:
@@ -234,16 +241,18 @@ async def test_a_run_whose_only_executor_is_held_back_says_so(api: Api) -> None:
             await asyncio.Event().wait()  # silent for good: no heartbeat, no result
         return 1, ""  # OUTCOME_SUCCEEDED
 
-    executor = await connected(api.node, behaviour=first_hangs, heartbeat_every_s=None,  # type: ignore[arg-type]
-                               answers_pings=False)  # fmt: skip
-    once = pb.RetryPolicy(max_attempts=1, backoff_base=Duration(), backoff_cap=Duration())
-    await one_off(api.alice, 0.2, retry=once)
-    await hung.wait()
-    await executor.wait_for(lambda: executor.pings > 0)  # its lease lapsed: held back
-    waiting = await one_off(api.alice, -0.5)
-    found = await until_verdict(api.alice, waiting, V.NO_EXECUTOR)
-    assert "every executor on node-a that serves it is held back" in found.summary
-    assert "scripted (since " in found.summary
-    executor.answers_pings = True
-    await until_verdict(api.alice, waiting, V.SUCCEEDED)
-    await executor.stop()
+    async with grpc.aio.insecure_channel(node.address) as channel:
+        a = api.alice.on(channel)
+        executor = await connected(node, behaviour=first_hangs, heartbeat_every_s=None,  # type: ignore[arg-type]
+                                   answers_pings=False)  # fmt: skip
+        once = pb.RetryPolicy(max_attempts=1, backoff_base=Duration(), backoff_cap=Duration())
+        await one_off(a, 0.2, retry=once)
+        await hung.wait()
+        await executor.wait_for(lambda: bool(node.engine.links.held_back()))  # its lease lapsed
+        waiting = await one_off(a, -0.5)
+        found = await until_verdict(a, waiting, V.NO_EXECUTOR)
+        assert "every executor on node-b that serves it is held back" in found.summary
+        assert "scripted (since " in found.summary
+        executor.answers_pings = True
+        await until_verdict(a, waiting, V.SUCCEEDED)
+        await executor.stop()

@@ -93,7 +93,11 @@ async def test_not_serving_while_ready_runs_wait_on_an_executor_that_does_not_an
     """The executor lets a lease lapse in silence and answers no probe: its runs pile up
     although it holds credit, so the node is not serving, and says why; once it answers,
     they go to it and the node serves again."""
-    node = await start_node(dispatch_stall_s=2.0, metrics_listen="127.0.0.1:0")
+    # A 1 s heartbeat interval: the lease (2 s) lapses before the executor has been silent
+    # for the four intervals that would have it let go (it holds a run until then).
+    node = await start_node(
+        dispatch_stall_s=2.0, heartbeat_interval_s=1.0, metrics_listen="127.0.0.1:0"
+    )
     hung = asyncio.Event()
 
     async def first_hangs(dispatch: pb.Dispatch) -> tuple[int, str]:
@@ -111,7 +115,7 @@ async def test_not_serving_while_ready_runs_wait_on_an_executor_that_does_not_an
         stub = health_pb2_grpc.HealthStub(channel)
         await _status_becomes(stub, SERVING, node, "joined")
         await hung.wait()
-        await executor.wait_for(lambda: executor.pings > 0)  # held back once its lease lapsed
+        await executor.wait_for(lambda: bool(node.engine.links.held_back()))  # lease lapsed
         piled = [await create_job(store, owner, at(0)) for _ in range(3)]
         await _status_becomes(stub, NOT_SERVING, node, "runs wait on a silent executor")
         reason = node.not_serving_reason or ""

@@ -18,7 +18,7 @@ import pytest
 
 from wheel.executor.connection import Stream
 from wheel.executor.context import TaskContext
-from wheel.executor.executions import Executions
+from wheel.executor.executions import Executions, _Pool
 from wheel.executor.messages import ERROR_LIMIT_BYTES, Dispatch, Outcome, Report
 from wheel.executor.routing import Router
 from wheel.executor.tasks import Handler, TaskRegistry
@@ -87,19 +87,26 @@ class Kept:
 HOLD = 10_000
 
 
+async def noop(ctx: TaskContext) -> None:
+    """Nothing."""
+
+
 class Harness:
     def __init__(
         self, threads: HandlerThreads, concurrency: int, grace_s: float,
-        governor: GcGovernor | None = None,
+        governor: GcGovernor | None = None, max_ready_wait_s: float = 10.0,
     ) -> None:  # fmt: skip
         self.registry = TaskRegistry()
         self.kept = Kept()
         self.router = Router(owner_of=lambda _: None)
         self.stream = Stream("n1", "n1", 60.0)
+        self.ahead_s = 0.0
+        """How far the executor's wall clock is moved on (a test moves it; nothing waits)."""
         self.executions = Executions(
             self.registry, {"default": concurrency}, threads=threads, router=self.router,
             outbox=self.kept, hold=HOLD, cancel_grace_s=grace_s,  # type: ignore[arg-type]
-            governor=governor,
+            governor=governor, max_ready_wait_s=max_ready_wait_s,
+            wall=lambda: now() + timedelta(seconds=self.ahead_s),
         )  # fmt: skip
         self.executions.stream_up(self.stream)
 
@@ -121,9 +128,12 @@ async def threads() -> AsyncIterator[HandlerThreads]:
 @pytest.fixture
 def harness(threads: HandlerThreads) -> Callable[..., Harness]:
     def make(
-        concurrency: int = 1, grace_s: float = 2.0, governor: GcGovernor | None = None
+        concurrency: int = 1,
+        grace_s: float = 2.0,
+        governor: GcGovernor | None = None,
+        max_ready_wait_s: float = 10.0,
     ) -> Harness:
-        return Harness(threads, concurrency, grace_s, governor)
+        return Harness(threads, concurrency, grace_s, governor, max_ready_wait_s)
 
     return make
 
@@ -474,3 +484,81 @@ async def test_a_pool_that_falls_behind_takes_nothing_more_ahead_until_it_catche
     gates[2].set()
     await h.kept.report_of(runs[2])
     assert h.stream.credit["default"] == 1 + HOLD
+
+
+async def test_held_runs_whose_stream_ends_before_their_instant_are_handed_back(
+    harness: Callable[..., Harness],
+) -> None:
+    """Its node gives them to another executor at once. What is due within the margin
+    is kept until its instant, and not started then either while the stream is down."""
+    h = harness(concurrency=4)
+    h.task(noop)
+    later = h.send(make_dispatch(start_in_s=30.0))
+    soon = h.send(make_dispatch(start_in_s=0.3))
+    h.stream.close()
+    h.executions.stream_down(h.stream)
+    handed = await h.kept.report_of(later)
+    assert handed.outcome is Outcome.NOT_STARTED
+    assert handed.error == "handed back: its stream to n1 ended first"
+    assert h.executions.phase(*soon.key) == "waiting", "due within the margin: kept"
+    at_its_instant = await h.kept.report_of(soon)  # its stream is still down then: not started
+    assert (at_its_instant.outcome, at_its_instant.started_at) == (Outcome.NOT_STARTED, None)
+
+
+async def test_a_due_run_that_waits_too_long_for_a_slot_is_handed_back(
+    harness: Callable[..., Harness],
+) -> None:
+    """No lease has to cover a queue: whoever has room takes it (its credit is kept back
+    while the pool is behind)."""
+    h = harness(concurrency=1, max_ready_wait_s=10.0)
+    release = asyncio.Event()
+
+    async def busy(ctx: TaskContext) -> None:
+        await release.wait()
+
+    h.task(busy)
+    running, waiting = h.send(make_dispatch()), h.send(make_dispatch())
+    h.executions.heartbeats_for(h.stream)
+    assert h.executions.phase(*waiting.key) == "waiting", "not yet"
+    h.ahead_s = 10.5
+    assert waiting.key not in h.executions.heartbeats_for(h.stream)
+    handed = await h.kept.report_of(waiting)
+    assert handed.outcome is Outcome.NOT_STARTED
+    assert handed.error == "handed back: waited 10 s for a slot in pool 'default'"
+    assert h.executions.phase(*running.key) == "running"
+    release.set()
+    assert (await h.kept.report_of(running)).outcome is Outcome.SUCCEEDED
+
+
+def test_a_pool_that_knows_its_start_rate_holds_no_more_than_it_starts_in_its_backlog() -> None:
+    pool = _Pool("default", concurrency=2, hold=1_000, backlog_s=5.0)
+    assert pool.room == 1_000, "the rate unknown: all it may hold"
+    pool.window_saturated = True  # runs waited for a slot in this window
+    for n in range(11):
+        pool.started(0.1 * n)  # the start at 1.0 s closes a saturated window: 11 in 1 s
+    assert pool.rate == pytest.approx(11.0)
+    assert pool.room == 55, "what it starts in 5 s"
+    pool.held = 55
+    assert not pool.behind
+    pool.held = 56
+    assert pool.behind, "more waits than it starts in 5 s: no credit back"
+    pool.window_saturated = True
+    for n in range(1, 6):
+        pool.started(1.0 + 0.2 * n)  # 5 starts in the next second, still saturated
+    assert pool.rate == pytest.approx(8.0), "smoothed: half the old, half the new"
+    pool.window_saturated = False
+    for n in range(1, 4):
+        pool.started(2.0 + n)  # a window nobody waited in teaches nothing about capacity
+    assert pool.rate == pytest.approx(8.0)
+
+
+async def test_a_held_run_that_comes_due_while_the_executor_was_frozen_is_handed_back(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness(concurrency=4)
+    h.task(noop)
+    held = h.send(make_dispatch(start_in_s=0.05))
+    h.ahead_s = 6.0  # its timer fires as a frozen process's would: seconds late
+    handed = await h.kept.report_of(held)
+    assert handed.outcome is Outcome.NOT_STARTED
+    assert handed.error.startswith("handed back: this executor was stalled or frozen for 6 s")

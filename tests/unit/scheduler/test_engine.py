@@ -258,3 +258,64 @@ async def test_runs_whose_executor_is_busy_are_no_stall_while_another_s_credit_i
         assert isinstance(await _next(busy), Dispatches)
     finally:
         await e.stop()
+
+
+async def test_a_lost_stream_s_runs_not_due_soon_go_to_another_executor_at_once() -> None:
+    """What was handed over ahead on a stream that ended goes back without a backoff;
+    what is due within the margin stays the executor's (it may start it)."""
+    b = bench(prefetch_ms=10_000, lead_ms=0, claim_slice_ms=1, lease_s=30.0)
+    e = b.engine
+    e.start()
+    try:
+        lost = _connected(b)
+        later = due_runs(uuid.uuid4(), 1, overlap="allow", fire_at=b.now() + timedelta(seconds=5))
+        soon = due_runs(uuid.uuid4(), 1, overlap="allow",
+                        fire_at=b.now() + timedelta(milliseconds=500))  # fmt: skip
+        b.add(later + soon)
+        b.clock.advance(1)
+        sent = await _next(lost)
+        assert isinstance(sent, Dispatches)
+        assert {item.key for item in sent.items} == {later[0].key, soon[0].key}
+        other = b.links.connect(hello("other", ("report",), instance_id="i2"), TOKEN)
+        b.links.grant(other, "default", 10)
+        assert e.link_lost(lost) == 1
+        assert e.link_lost(lost) == 0, "heard twice, given back once"
+        await asyncio.wait_for(e.recorder.flush(), 10)  # given back: refiled for its instant
+        b.clock.advance(1)
+        again = await _next(other)
+        assert isinstance(again, Dispatches)
+        assert [(item.key, item.claimed.fence) for item in again.items] == [(later[0].key, 2)]
+        assert again.items[0].start_at == later[0].fire_at, "no backoff: still on time"
+        assert soon[0].key in e.in_flight, "the executor may start it: its lease decides"
+        (given,) = [r for r in b.occurrences.recorded if r.key == later[0].key]
+        assert (given.outcome, given.fence) == (Outcome.NOT_STARTED, 1)
+    finally:
+        await e.stop()
+
+
+async def test_an_executor_that_holds_runs_and_answers_nothing_is_let_go() -> None:
+    """Frozen or cut off while its stream looks up: asked every interval, let go after
+    four, and what it held that is not due yet goes back to be claimed again."""
+    b = bench(prefetch_ms=10_000, lead_ms=0, claim_slice_ms=1, lease_s=30.0,
+              heartbeat_interval_s=1.0)  # fmt: skip
+    e = b.engine
+    e.start()
+    try:
+        link = _connected(b)
+        b.add(due_runs(uuid.uuid4(), 1, overlap="allow", fire_at=b.now() + timedelta(seconds=8)))
+        b.clock.advance(1)
+        assert isinstance(await _next(link), Dispatches)
+        b.clock.advance(1000)
+        assert e.probe() == 1
+        assert await _next(link) == Probe(1), "silent for an interval: asked"
+        b.clock.advance(2999)  # silent 4 s since it connected
+        e.probe()
+        assert link.open, "four intervals: not yet"
+        b.clock.advance(2)
+        e.probe()
+        assert not link.open
+        await asyncio.wait_for(e.recorder.flush(), 10)
+        (given,) = b.occurrences.recorded
+        assert given.outcome is Outcome.NOT_STARTED
+    finally:
+        await e.stop()

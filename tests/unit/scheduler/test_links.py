@@ -70,10 +70,13 @@ def test_a_held_back_executor_is_probed_at_once_and_every_interval_until_it_answ
     assert link.outbox.get_nowait() == Probe(2)
     links.heard(link)  # its answer (any message)
     assert links.silent_for_s(link) == 0.0
-    clock.advance(5_000)
-    assert links.probe(every_s=2.0) == 0, "heard: no more probes"
-    assert link.outbox.empty()
     assert links.held_back() == []
+    clock.advance(1_000)
+    assert links.probe(every_s=2.0) == 0, "heard a second ago: nothing to ask"
+    assert link.outbox.empty()
+    clock.advance(1_500)
+    assert links.probe(every_s=2.0) == 1, "silent for an interval: asked, as any link is"
+    assert links.silent(longer_than_s=2.0) == [link]
 
 
 def test_http_tasks_go_to_the_nodes_runner_which_is_no_executor() -> None:
