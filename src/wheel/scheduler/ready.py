@@ -70,8 +70,11 @@ class ReadyQueues:
         room: Callable[[TenantId], int],
         *,
         busy: Collection[JobId] = (),
+        due_by_ms: int | None = None,
     ) -> list[Ready]:
-        """Up to `count` occurrences of the pool, fairly; `room(tenant)` caps each tenant.
+        """Up to `count` occurrences of the pool, fairly; `room(tenant)` caps each tenant's
+        runs due by `due_by_ms` (all, when None): a run claimed ahead of its instant is not
+        held back by its tenant's cap.
 
         Of a job whose overlap policy is not 'allow', at most one occurrence is
         taken per call, and none while the job is in `busy` (one of its
@@ -85,7 +88,7 @@ class ReadyQueues:
         held: list[Ready] = []
         exclusive: set[JobId] = set(busy)
         while len(taken) < count and pool.size:
-            tenant = self._next_tenant(pool, left)
+            tenant = self._next_tenant(pool, left, due_by_ms)
             if tenant is None:
                 break
             heap = pool.heaps[tenant]
@@ -99,7 +102,8 @@ class ReadyQueues:
                     held.append(item)
                     continue
                 exclusive.add(item.key.job_id)
-            left[tenant] -= 1
+            if due_by_ms is None or item.fire_at_ms <= due_by_ms:
+                left[tenant] -= 1
             taken.append(item)
         for item in held:
             self.push(item)
@@ -108,12 +112,16 @@ class ReadyQueues:
         return taken
 
     @staticmethod
-    def _next_tenant(pool: _Pool, left: dict[TenantId, int]) -> TenantId | None:
-        """The first tenant in rotation at the highest waiting priority with room; rotates it."""
+    def _next_tenant(
+        pool: _Pool, left: dict[TenantId, int], due_by_ms: int | None
+    ) -> TenantId | None:
+        """The first tenant in rotation at the highest waiting priority with room for its
+        next run (one not due yet needs none); rotates it."""
         best: TenantId | None = None
         best_priority = 0
         for tenant in pool.rotation:
-            if left.get(tenant, 0) <= 0:
+            ahead = due_by_ms is not None and pool.heaps[tenant][0][3].fire_at_ms > due_by_ms
+            if left.get(tenant, 0) <= 0 and not ahead:
                 continue
             priority = -pool.heaps[tenant][0][0]
             if best is None or priority > best_priority:

@@ -293,7 +293,10 @@ AS $$
     ), locked AS (
         SELECT p.job_id, p.scheduled_for, p.fence, p.attempt, p.fire_at, p.outcome,
                coalesce(p.executor_id, p.held_executor_id) AS executor_id,
-               coalesce(p.started_at, p.held_started_at) AS started_at,
+               -- A run given back unstarted never started, whatever its heartbeats
+               -- said (an executor heartbeats the runs waiting there for a slot).
+               CASE WHEN p.outcome <> 'not_started'
+                    THEN coalesce(p.started_at, p.held_started_at) END AS started_at,
                coalesce(p.finished_at, clock_timestamp()) AS finished_at,
                p.error, j.max_attempts, j.idempotent, j.backoff_base_ms, j.backoff_cap_ms,
                j.status AS job_status
@@ -519,10 +522,12 @@ AS $$
           AND (j.schedule_kind <> 'cron' OR e.job_version = j.version OR e.attempt > 0
                OR e.trigger <> 'schedule')
     ), ranked AS (
-        -- The n-th run each tenant would get, in the caller's order.
+        -- The n-th run due now each tenant would get, in the caller's order.
         SELECT p.*,
-               row_number() OVER (PARTITION BY p.tenant_id, p.state = 'claimed' ORDER BY p.ord)
-                   AS nth
+               row_number() OVER (
+                   PARTITION BY p.tenant_id, p.state = 'claimed',
+                                p.fire_at <= clock_timestamp() + interval '1 second'
+                   ORDER BY p.ord) AS nth
         FROM picked p
     ), room AS (
         -- The tenant's in-flight cap holds across the cluster: the runs beyond its
@@ -538,6 +543,9 @@ AS $$
     ), decided AS (
         SELECT r.job_id, r.scheduled_for, r.fire_at, r.executor_id, r.instance,
                CASE WHEN r.state = 'claimed'
+                         -- The cap holds back runs due now; one handed over ahead of its
+                         -- instant goes (a planned spike starts on time) and counts.
+                         AND r.fire_at <= clock_timestamp() + interval '1 second'
                          AND r.nth > coalesce((SELECT m.free FROM room m WHERE m.id = r.tenant_id), 0)
                     THEN 'capped' ELSE r.state END AS state
         FROM ranked r
@@ -546,7 +554,8 @@ AS $$
         SET status = 'dispatched',
             fence = e.fence + 1,
             attempt = e.attempt + 1,
-            lease_until = clock_timestamp() + make_interval(secs => p_lease_s),
+            -- A run handed over ahead of its instant keeps a whole lease past it.
+            lease_until = greatest(clock_timestamp(), e.fire_at) + make_interval(secs => p_lease_s),
             dispatched_at = clock_timestamp(),
             executor_id = p.executor_id,
             executor_instance = p.instance,

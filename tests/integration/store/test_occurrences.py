@@ -167,6 +167,27 @@ async def test_heartbeat_extends_only_with_the_current_fence(store: Store) -> No
     assert refused == [stale]
 
 
+async def test_a_run_given_back_unstarted_records_no_start_whatever_its_heartbeats_said(
+    store: Store,
+) -> None:
+    """An executor heartbeats the runs waiting there for a slot; one it hands back never
+    started, so neither its attempt nor the execution, pending again, says it did."""
+    key, fence = await claimed_one(store)
+    assert await store.occurrences.heartbeat([Fenced(key, fence)], executor=EX1, lease_s=60) == []
+    given_back = AttemptResult(key, fence, Outcome.NOT_STARTED, error="handed back: waited",
+                               executor_id=EX1.executor_id,
+                               executor_instance=EX1.instance)  # fmt: skip
+    outcome = await store.occurrences.record_results([given_back])
+    assert [r.status for r in outcome.recorded] == [ExecutionStatus.PENDING]
+    async with store.pool.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT e.started_at, a.started_at, a.outcome::text FROM executions e"
+            " JOIN attempts a USING (job_id, scheduled_for) WHERE e.job_id = %s",
+            (key.job_id,),
+        )
+        assert await cursor.fetchall() == [(None, None, "not_started")]
+
+
 async def test_only_the_executor_process_a_run_went_to_may_report_it(store: Store) -> None:
     """Another holder of an executor token, with the right id and fence but not the
     process's instance, can neither keep the run alive nor settle it."""
@@ -256,11 +277,12 @@ async def test_not_started_gives_the_attempt_back(store: Store) -> None:
 async def three_runs_in_partition_7(
     store: Store,
 ) -> tuple[Tenant, list[ExecutionKey], dict[PartitionId, int]]:
-    """A job of three pending runs a minute apart in partition 7, owned: its tenant, keys and
-    the epochs to claim them with."""
+    """A job of three pending runs a minute apart in partition 7, due (a lease counts from
+    the later of the claim and the instant), owned: its tenant, keys and the epochs to claim
+    them with."""
     owner = await make.tenant(store)
     job = await make.job(store, owner, partition=7, max_attempts=3)
-    times = make.minutes(make.soon(), 3)
+    times = make.minutes(datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=3), 3)
     await store.occurrences.insert([make.occurrence(job, t) for t in times])
     return owner, [ExecutionKey(job.id, t) for t in times], await owned(store, 7)
 

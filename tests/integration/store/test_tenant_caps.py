@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
 import psycopg
 
@@ -17,9 +18,12 @@ LEASE_S = 30.0
 AHEAD_S = 3600.0
 
 
-async def pending(store: Store, owner: Tenant, count: int) -> list[ExecutionKey]:
+async def pending(
+    store: Store, owner: Tenant, count: int, *, ahead: bool = False
+) -> list[ExecutionKey]:
+    """`count` runs of one tenant, due now (`ahead`: at an instant minutes away)."""
     jobs = [await make.job(store, owner, partition=4) for _ in range(count)]
-    at = make.soon()
+    at = make.soon() if ahead else datetime.now(UTC).replace(microsecond=0)
     occurrences = [make.occurrence(job, at) for job in jobs]
     await store.occurrences.insert(occurrences)
     return [o.key for o in occurrences]
@@ -148,3 +152,22 @@ async def test_claims_and_records_of_one_tenant_racing_keep_the_count_true(
         await second.close()
     assert sum(finished) == len(keys), "every run claimed once and recorded"
     assert await in_flight(store, owner) == 0
+
+
+async def test_runs_claimed_ahead_of_their_instant_pass_the_cap_and_count(
+    store: Store,
+) -> None:
+    """A planned spike of one tenant is handed over ahead in full; while those run, its
+    runs due now wait for room."""
+    owner = await store.tenants.create("spiky", max_in_flight=3)
+    ahead = await pending(store, owner, 10, ahead=True)
+    epochs = {PartitionId(4): 1}
+    await store.occurrences.set_epochs(epochs, node_id="node-a")
+    spike = await store.occurrences.claim_batch(ahead, epochs, lease_s=LEASE_S, ahead_s=AHEAD_S)
+    assert len(spike.claimed) == 10, "not held back by the cap"
+    assert await in_flight(store, owner) == 10, "and counted"
+    assert all(c.lease_until >= c.fire_at for c in spike.claimed), "a whole lease past each"
+    due = await pending(store, owner, 2)
+    waiting = await store.occurrences.claim_batch(due, epochs, lease_s=LEASE_S, ahead_s=AHEAD_S)
+    assert waiting.claimed == []
+    assert {u.state for u in waiting.unclaimed} == {ClaimState.CAPPED}

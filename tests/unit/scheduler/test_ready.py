@@ -109,3 +109,16 @@ def test_a_job_being_claimed_gets_no_second_occurrence_in_a_concurrent_claim() -
     assert len(first) == 1
     assert queues.take("default", 10, unlimited, busy={job}) == []
     assert len(queues.take("default", 10, unlimited)) == 1, "once that claim is done"
+
+
+def test_a_tenant_s_runs_claimed_ahead_of_their_instant_need_no_room() -> None:
+    """Only runs due by then are held to the tenant's room: a planned spike goes ahead."""
+    queues = ReadyQueues()
+    due = [item(B, n) for n in range(3)]
+    ahead = [item(A, 100 + n) for n in range(3)]
+    for i in (*due, *ahead):
+        queues.push(i)
+    due_by_ms = due[-1].fire_at_ms
+    taken = queues.take("default", 10, lambda t: 0 if t == A else 1, due_by_ms=due_by_ms)
+    assert Counter(i.tenant for i in taken) == {A: 3, B: 1}, "all of A's spike, B's room"
+    assert queues.waiting("default") == 2

@@ -11,11 +11,14 @@ WITH claimed AS MATERIALIZED (
                      %(instances)s::text[], %(lease_s)s::float8, %(ahead_s)s::float8,
                      %(first)s::timestamptz, %(last)s::timestamptz)
 ), counted AS (
+    -- Only runs due now are held to the cap (see wheel_claim): an overshoot of runs
+    -- handed over ahead of their instant is no reason to claim again.
     SELECT wheel_count_in_flight(array_agg(g.tenant_id ORDER BY g.tenant_id),
                                  array_agg(g.n ORDER BY g.tenant_id),
-                                 %(refuse_overshoot)s::boolean) AS over
-    FROM (SELECT c.tenant_id, count(*)::integer AS n FROM claimed c
-          WHERE c.state = 'claimed' GROUP BY c.tenant_id) g
+                                 %(refuse_overshoot)s::boolean AND bool_or(g.due)) AS over
+    FROM (SELECT c.tenant_id, count(*)::integer AS n,
+                 bool_or(c.fire_at <= clock_timestamp() + interval '1 second') AS due
+          FROM claimed c WHERE c.state = 'claimed' GROUP BY c.tenant_id) g
 )
 SELECT c.state, c.job_id, c.scheduled_for, c.tenant_id, c.partition, c.fence, c.attempt,
        c.lease_until, c.job_version, c.task_type, c.payload, c.pool, c.priority, c.timeout_ms,
