@@ -9,6 +9,7 @@ defaults, as `wheel.model.jobs` defines them.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -289,12 +290,23 @@ def spec_from(
     policies: pb.JobPolicies,
     prefix: str = "",
     http: pb.HttpTask | None = None,
+    *,
+    validated: dict[bytes, mj.Policies] | None = None,
 ) -> mj.JobSpec:
     """A job definition from a request's fields; InvalidArgument names the first bad one.
 
-    An HTTP task's task type is made from its URL when the request leaves it empty."""
+    An HTTP task's task type is made from its URL when the request leaves it empty.
+    `validated` (policies by their encoding) is shared by the jobs of one request: the
+    policies most of a batch repeat are validated once."""
     built_schedule = schedule_from(schedule, f"{prefix}schedule")
-    built_policies = policies_from(policies, f"{prefix}policies")
+    if validated is None:
+        built_policies = policies_from(policies, f"{prefix}policies")
+    else:
+        encoded = policies.SerializeToString(deterministic=True)
+        found = validated.get(encoded)
+        if found is None:
+            found = validated[encoded] = policies_from(policies, f"{prefix}policies")
+        built_policies = found
     built_http = http_from(http, f"{prefix}http") if http is not None else None
     if built_http is not None and not task_type:
         task_type = built_http.task_type
@@ -358,6 +370,13 @@ def http_to(http: HttpTask | None) -> pb.HttpTask | None:
     return pb.HttpTask(url=http.url, retry_client_errors=http.retry_client_errors)
 
 
+# Jobs answered together share their policies and their creation time (a batch is one
+# statement): each message is built once. A cached message is shared, so it is only ever
+# handed to a constructor, which copies it.
+_shared_policies = functools.lru_cache(maxsize=256)(policies_to)
+_shared_timestamp = functools.lru_cache(maxsize=256)(to_timestamp)
+
+
 def job_to(job: mj.Job) -> pb.Job:
     spec = job.spec
     return pb.Job(
@@ -367,11 +386,11 @@ def job_to(job: mj.Job) -> pb.Job:
         task_type=spec.task_type,
         payload=spec.payload,
         schedule=schedule_to(spec.schedule),
-        policies=policies_to(spec.policies),
+        policies=_shared_policies(spec.policies),
         status=JOB_STATUS[job.status],
         version=job.version,
-        created_at=to_timestamp(job.created_at),
-        updated_at=to_timestamp(job.updated_at),
+        created_at=_shared_timestamp(job.created_at),
+        updated_at=_shared_timestamp(job.updated_at),
     )
 
 

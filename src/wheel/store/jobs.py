@@ -167,6 +167,24 @@ class CreatedMany:
     existed: frozenset[JobId]
 
 
+def _inserted(
+    row: dict[str, Any], tenant_id: TenantId, partition: PartitionId, spec: JobSpec
+) -> Job:
+    """A job just inserted from `spec`, with what the database decided (its `row`)."""
+    return Job(
+        id=JobId(row["id"]),
+        tenant_id=tenant_id,
+        spec=spec,
+        status=JobStatus(row["status"]),
+        version=row["version"],
+        partition=partition,
+        materialised_to=row["materialised_to"],
+        materialised_version=row["materialised_version"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
 class Jobs:
     """Job definitions, per tenant."""
 
@@ -227,7 +245,12 @@ class Jobs:
         async with translated(), self._pool.connection() as conn, conn.transaction():
             cursor = conn.cursor(row_factory=dict_row)
             await cursor.execute(sql("insert_jobs"), params, binary=True)
-            made = {row["id"]: job_from_row(row) for row in await cursor.fetchall()}
+            stored = {row["id"]: row for row in await cursor.fetchall()}
+            made = {
+                job_id: _inserted(stored[job_id], tenant_id, partition, spec)
+                for job_id, partition, spec in jobs
+                if job_id in stored
+            }
             inserted = set(made)
             taken = [job_id for job_id, _, _ in jobs if job_id not in made]
             by_id: dict[uuid.UUID, Job] = {}

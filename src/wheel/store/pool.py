@@ -23,6 +23,7 @@ from psycopg import AsyncConnection
 from psycopg.rows import TupleRow
 from psycopg_pool import AsyncConnectionPool
 
+from wheel.store.adapters import ADAPTERS
 from wheel.store.translate import translated
 
 Pool: TypeAlias = AsyncConnectionPool[AsyncConnection[TupleRow]]
@@ -84,7 +85,7 @@ async def open_pool(
         name=name,
         timeout=timeout_s,
         # Autocommit: each store operation is one statement or opens its own transaction.
-        kwargs={"autocommit": True},
+        kwargs={"autocommit": True, "context": ADAPTERS},
         configure=reconnection.connected,
         reconnect_timeout=RECONNECT_TIMEOUT_S,
         reconnect_failed=reconnection.failed,

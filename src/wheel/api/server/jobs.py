@@ -30,7 +30,7 @@ from wheel.errors import (
 )
 from wheel.model.executions import NewOccurrence, Trigger
 from wheel.model.ids import ExecutionKey, JobId, TenantId
-from wheel.model.jobs import Job, JobStatus, ScheduleKind
+from wheel.model.jobs import Job, JobStatus, Policies, ScheduleKind
 from wheel.schedule import SchedulePlan, compile_schedule, preview
 from wheel.store import Store
 from wheel.timestamps import to_timestamp
@@ -139,6 +139,7 @@ class JobsApi:
             raise InvalidArgument("jobs", f"{len(request.jobs)} is more than {MAX_CREATE_BATCH}")
         specs, ids = [], []
         first_of: dict[JobId, int] = {}
+        validated: dict[bytes, Policies] = {}
         for index, item in enumerate(request.jobs):
             prefix = f"jobs[{index}]."
             job_id = convert.job_id(item.job_id, f"{prefix}job_id") if item.job_id else None
@@ -158,6 +159,7 @@ class JobsApi:
                     item.policies,
                     prefix,
                     http=item.http if item.HasField("http") else None,
+                    validated=validated,
                 )
             )
         now = self._clock()

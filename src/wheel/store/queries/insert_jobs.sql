@@ -1,6 +1,7 @@
 -- Many jobs of one tenant in one statement, a column per array. A job whose id or name
 -- exists is left as it is and not returned: the caller reads it and decides
--- (the same definition: a repeated create; another: a conflict).
+-- (the same definition: a repeated create; another: a conflict). Only what the
+-- database decides comes back: the caller has the definitions.
 INSERT INTO jobs (id, tenant_id, name, task_type, payload, schedule_kind, run_at, cron, time_zone,
                   starts_at, ends_at, smear_ms, dst_gap, dst_fold, max_attempts, backoff_base_ms,
                   backoff_cap_ms, idempotent, misfire, misfire_grace_ms, misfire_replay_cap,
@@ -26,4 +27,4 @@ FROM unnest(%(id)s::uuid[], %(name)s::text[], %(task_type)s::text[], %(payload)s
            idempotent, misfire, misfire_grace_ms, misfire_replay_cap, overlap, timeout_ms,
            priority, pool, notify_url, http_url, http_retry_client_errors, partition)
 ON CONFLICT DO NOTHING
-RETURNING *
+RETURNING id, status, version, materialised_to, materialised_version, created_at, updated_at
