@@ -552,9 +552,9 @@ class Executions:
 
     def _collect_if_idle(self) -> None:
         """Cycles that died frozen (a failed handler's traceback) are found now, while
-        nothing is held: a full collection of a small heap."""
+        nothing is held: a full collection of a small heap, once enough was frozen."""
         if not self._runs and self._governor is not None:
-            self._governor.collect_frozen()
+            self._governor.collect_frozen_if_grown()
 
     def _report_now(self, dispatch: Dispatch, stream: Stream, outcome: Outcome, error: str) -> None:
         report = Report(

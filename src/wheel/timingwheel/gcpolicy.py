@@ -15,6 +15,10 @@ the collector still walks stays small; young collections keep running as
 usual and freed objects are still reclaimed by reference counting. The price:
 a reference cycle that was alive at a freeze and dies later is not collected
 until `collect_frozen()` (a full, slow collection for a quiet moment).
+`collect_frozen_if_grown()` runs one only once the frozen generation has grown by
+FROZEN_GROWTH since the last: CPython's own rule for full collections, so their
+cost stays proportional to what was frozen since. (An executor going idle after
+every freeze collected the whole heap each time: 16.5 % of its CPU at 5,000 runs/s.)
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from dataclasses import dataclass
 from wheel.errors import ConfigError
 
 logger = logging.getLogger(__name__)
+
+FROZEN_GROWTH = 0.25
+"""`collect_frozen_if_grown` collects once the frozen generation grew by this fraction."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +60,7 @@ class GcGovernor:
         self.freezes = 0
         self._added = 0
         self._saved_thresholds: tuple[int, int, int] | None = None
+        self._frozen_after_collect = 0
 
     def start(self) -> None:
         """Freeze what is alive now (imports, configuration, loaded timers)."""
@@ -63,6 +71,7 @@ class GcGovernor:
             _, gen1, gen2 = self._saved_thresholds
             gc.set_threshold(self.policy.gen0_threshold, gen1, gen2)
         self.freeze()
+        self._frozen_after_collect = gc.get_freeze_count()
 
     def note_added(self, count: int) -> bool:
         """Count timers added; freezes (and returns True) once enough have been."""
@@ -84,8 +93,19 @@ class GcGovernor:
         gc.unfreeze()
         found = gc.collect()
         gc.freeze()
+        self._frozen_after_collect = gc.get_freeze_count()
         logger.info("timingwheel.gc_collect_frozen", extra={"collected": found})
         return found
+
+    def frozen_grown(self) -> bool:
+        """Whether the frozen generation grew by FROZEN_GROWTH since the last collection
+        of it (or the start)."""
+        return gc.get_freeze_count() > self._frozen_after_collect * (1 + FROZEN_GROWTH)
+
+    def collect_frozen_if_grown(self) -> int | None:
+        """`collect_frozen()` if the frozen generation has grown enough to be worth it;
+        None when it has not."""
+        return self.collect_frozen() if self.frozen_grown() else None
 
     def stop(self) -> None:
         """Restore the collector's thresholds; frozen objects stay frozen (unfreezing
