@@ -12,13 +12,18 @@ final; then pgqueuer (benchmarks/pgqueuer_bench.py, 2 worker processes) runs
 the same workloads on the same Postgres. Workloads:
 
 - `spike:N`: N occurrences due at the same instant (figure: last start after T);
-- `steady:R`: R occurrences a second, evenly spaced, for `--seconds`;
-- `register:N`: N jobs registered through the SDK, one client (jobs/s).
+- `steady:R` or `steady:RxS`: R occurrences a second, evenly spaced, for S
+  seconds (`--seconds` when not given);
+- `register:N`: N jobs registered through the SDK, one client (jobs/s, and CPU
+  per job of the node, Postgres and the client).
 
 Lateness is the handler's start minus the scheduled instant (wheel's read
 back from Postgres); lost = occurrences not succeeded once nothing has moved
 for a minute; duplicates = handler runs beyond the first of an occurrence.
-The last table puts wheel and pgqueuer side by side with wheel ÷ pgqueuer.
+The last tables put wheel and pgqueuer side by side with wheel ÷ pgqueuer:
+the headline figures, then CPU per run of the whole stack (wheel: nodes,
+executors, Postgres; pgqueuer: its worker processes and Postgres), counted from
+/proc over process trees from the end of registration to the last start.
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ from wheel.scheduler.config import SchedulerConfig
 from wheel.store import Store, migrate
 
 PARTITIONS = 64
+Workload = tuple[str, int, int]
+"""kind, count (or rate a second), seconds (steady only)."""
 NODE_OPTIONS = {
     "partitions": PARTITIONS,
     "lease_s": 30,
@@ -201,7 +208,7 @@ def free_port() -> int:
 
 
 async def run_wheel(
-    services: LocalServices, root: Path, topology: str, workloads: list[tuple[str, int]],
+    services: LocalServices, root: Path, topology: str, workloads: list[Workload],
     args: argparse.Namespace,
 ) -> dict[str, dict[str, float | str]]:  # fmt: skip
     """Every workload on a wheel cluster of `topology` ("NxM": nodes x executors)."""
@@ -228,19 +235,26 @@ async def run_wheel(
         }
         rows: dict[str, dict[str, float | str]] = {}
         async with AsyncClient(addresses, token=token, timeout_s=60) as client:
-            for kind, n in workloads:
-                label = workload_label(kind, n, args.seconds)
+            for kind, n, seconds in workloads:
+                label = workload_label(kind, n, seconds)
                 if kind == "register":
                     instants = [datetime.now(UTC) + timedelta(days=2)] * n
+                    cpu_before, client_before = seconds_by_role(roles), time.process_time()
                     took = await register(client, instants, args.task)
-                    rows[label] = {"scenario": label, "jobs_per_s": n / took}
+                    cpu, client_s = seconds_by_role(roles), time.process_time() - client_before
+                    rows[label] = {
+                        "scenario": label, "jobs_per_s": n / took,
+                        "client_us_per_job": client_s / n * 1e6,
+                        **{f"{role}_us_per_job": (cpu[role] - cpu_before[role]) / n * 1e6
+                           for role in ("node", "postgres")},
+                    }  # fmt: skip
                 elif kind == "spike":
                     rows[label] = await scenario(
                         client, dsn, label, [0.0] * n, args.task, roles=roles,
                         show_timeline=args.timeline,
                     )  # fmt: skip
                 else:
-                    offsets = [i / n for i in range(n * args.seconds)]
+                    offsets = [i / n for i in range(n * seconds)]
                     rows[label] = await scenario(client, dsn, label, offsets, args.task,
                                                  roles=roles)  # fmt: skip
                 print(topology, rows[label], flush=True)
@@ -251,28 +265,30 @@ async def run_wheel(
 
 
 async def run_pgqueuer(
-    dsn: str, workloads: list[tuple[str, int]], args: argparse.Namespace
+    dsn: str, postgres_pid: int, workloads: list[Workload]
 ) -> dict[str, dict[str, float | str]]:
     """The same workloads on pgqueuer, 2 worker processes, on the same Postgres."""
     await pgqueuer_bench.install(dsn)
     rows: dict[str, dict[str, float | str]] = {}
-    for kind, n in workloads:
-        label = workload_label(kind, n, args.seconds)
+    for kind, n, seconds in workloads:
+        label = workload_label(kind, n, seconds)
         if kind == "register":
             rows[label] = {
                 "scenario": label,
-                "jobs_per_s": await pgqueuer_bench.registration(dsn, n),
+                **await pgqueuer_bench.registration(dsn, n, postgres_pid),
             }
         elif kind == "spike":
             rows[label] = {
                 "scenario": label,
-                **await pgqueuer_bench.spike(dsn, n, margin_s=15 + n / 20000),
+                **await pgqueuer_bench.spike(
+                    dsn, n, margin_s=15 + n / 20000, postgres_pid=postgres_pid
+                ),
             }
         else:
             rows[label] = {
                 "scenario": label,
                 **await pgqueuer_bench.steady(
-                    dsn, n, args.seconds, margin_s=15 + n * args.seconds / 20000
+                    dsn, n, seconds, margin_s=15 + n * seconds / 20000, postgres_pid=postgres_pid
                 ),
             }
         print("pgqueuer", rows[label], flush=True)
@@ -343,6 +359,41 @@ def report(
                 f"| {int(float(r['duplicates']))} | {float(r['node_us_per_run']):.0f} "
                 f"| {float(r['executor_us_per_run']):.0f} | {float(r['postgres_us_per_run']):.0f} |"
             )
+    cpu_report(wheel[topologies[0]], pgq, labels, topologies[0])
+
+
+def _us(row: dict[str, float | str] | None, key: str) -> float | None:
+    return float(row[key]) if row is not None and key in row else None
+
+
+def _cell(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
+def cpu_report(
+    wheel: dict[str, dict[str, float | str]], pgq: dict[str, dict[str, float | str]],
+    labels: list[str], topology: str,
+) -> None:  # fmt: skip
+    """CPU µs per run (per job registered) of each part of each stack, and the totals'
+    ratio: what a run costs whole, beside the alternative on the same machine and Postgres."""
+    print()
+    print(f"CPU µs per run (register: per job), wheel {topology} beside pgqueuer (2 workers):")
+    print("| workload | wheel node | executor / client | postgres | wheel total | pgqueuer "
+          "workers / client | postgres | pgqueuer total | wheel ÷ pgqueuer |")  # fmt: skip
+    print("|---|" + "---:|" * 8)
+    for label in labels:
+        ours, theirs = wheel.get(label), pgq.get(label)
+        unit = "job" if ours is not None and "jobs_per_s" in ours else "run"
+        mine = [_us(ours, f"node_us_per_{unit}"),
+                _us(ours, "executor_us_per_run" if unit == "run" else "client_us_per_job"),
+                _us(ours, f"postgres_us_per_{unit}")]  # fmt: skip
+        other = [_us(theirs, "workers_us_per_run" if unit == "run" else "client_us_per_job"),
+                 _us(theirs, f"postgres_us_per_{unit}")]  # fmt: skip
+        total = None if None in mine else sum(v for v in mine if v is not None)
+        other_total = None if None in other else sum(v for v in other if v is not None)
+        print(f"| {label} | " + " | ".join(_cell(v) for v in mine) + f" | {_cell(total)} | "
+              + " | ".join(_cell(v) for v in other) + f" | {_cell(other_total)} | "
+              + ratio(total, other_total, True) + " |")  # fmt: skip
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -355,8 +406,9 @@ async def main(args: argparse.Namespace) -> None:
         wheel: dict[str, dict[str, dict[str, float | str]]] = {}
         for topology in args.topologies:
             wheel[topology] = await run_wheel(services, root, topology, args.workloads, args)
-        pgq = await run_pgqueuer(dsn, args.workloads, args) if args.pgqueuer else {}
-        report(wheel, pgq, [workload_label(k, n, args.seconds) for k, n in args.workloads])
+        pgq = (await run_pgqueuer(dsn, services.postgres.process.pid, args.workloads)
+               if args.pgqueuer else {})  # fmt: skip
+        report(wheel, pgq, [workload_label(k, n, s) for k, n, s in args.workloads])
     finally:
         services.stop()
         if args.keep:
@@ -365,13 +417,18 @@ async def main(args: argparse.Namespace) -> None:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def _workloads(text: str) -> list[tuple[str, int]]:
-    workloads = []
+def _workloads(text: str) -> list[tuple[str, int, int | None]]:
+    """`kind:N` items; a steady rate may name its seconds (`steady:10000x60`)."""
+    workloads: list[tuple[str, int, int | None]] = []
     for item in text.split(","):
         kind, _, count = item.partition(":")
-        if kind not in ("spike", "steady", "register") or not count.isdigit():
-            raise argparse.ArgumentTypeError(f"{item!r}: spike:N, steady:RATE or register:N")
-        workloads.append((kind, int(count)))
+        rate, _, seconds = count.partition("x")
+        if (kind not in ("spike", "steady", "register") or not rate.isdigit()
+                or (seconds and (kind != "steady" or not seconds.isdigit()))):  # fmt: skip
+            raise argparse.ArgumentTypeError(
+                f"{item!r}: spike:N, steady:RATE, steady:RATExSECONDS or register:N"
+            )
+        workloads.append((kind, int(rate), int(seconds) if seconds else None))
     return workloads
 
 
@@ -399,7 +456,9 @@ def parse() -> argparse.Namespace:
         default="noop_async",
         help="noop_async runs on the event loop; noop (sync) on a worker thread",
     )
-    return parser.parse_args()
+    args = parser.parse_args()
+    args.workloads = [(kind, n, seconds or args.seconds) for kind, n, seconds in args.workloads]
+    return args
 
 
 if __name__ == "__main__":

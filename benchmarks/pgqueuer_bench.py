@@ -59,6 +59,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import psycopg
+from benchmarks.cpu_accounting import seconds_by_role
 from pgqueuer import PgQueuer, PsycopgDriver, Queries
 from pgqueuer.errors import FailingListenerError
 from pgqueuer.models import Job, QueueEntrypoint
@@ -260,18 +261,29 @@ def _percentile(ordered: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-async def _scenario(dsn: str, instants: list[float], workers: int) -> dict[str, float]:
-    """Run `instants` (epoch seconds, ascending) through `workers` pgqueuer workers."""
+async def _scenario(
+    dsn: str, instants: list[float], workers: int, postgres_pid: int | None = None
+) -> dict[str, float]:
+    """Run `instants` (epoch seconds, ascending) through `workers` pgqueuer workers.
+
+    With `postgres_pid`, the CPU of the workers and of Postgres (its process tree)
+    from the end of the enqueue to the last start, per job: the whole stack's cost of
+    running a job, as cluster_bench counts wheel's nodes, executors and Postgres."""
     tag = uuid.uuid4().hex[:12]
     await _reset(dsn)
+    cpu: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="pgqueuer-bench-") as directory:
         procs = await _start_workers(dsn, workers, Path(directory))
+        roles = {"workers": [w.process.pid for w in procs]}
+        if postgres_pid is not None:
+            roles["postgres"] = [postgres_pid]
         try:
             async with await _connect(dsn) as conn:
                 queries = Queries(PsycopgDriver(conn))
                 await _enqueue(queries, tag, instants)
                 if time.time() >= instants[0]:
                     raise RuntimeError("enqueuing ran past the first instant; raise margin_s")
+                cpu_before = seconds_by_role(roles)
                 # Wait for every job's handler to start, or for a minute without progress.
                 seen, moved = -1, time.time()
                 while True:
@@ -287,6 +299,9 @@ async def _scenario(dsn: str, instants: list[float], workers: int) -> dict[str, 
                     if any(w.process.returncode is not None for w in procs):
                         raise RuntimeError("a pgqueuer worker exited during the scenario")
                     await asyncio.sleep(0.1)
+                cpu_after = seconds_by_role(roles)
+                cpu = {f"{role}_us_per_run": (cpu_after[role] - cpu_before[role])
+                       / len(instants) * 1e6 for role in roles}  # fmt: skip
         finally:
             await _stop_workers(procs)
         first, runs = _read_starts([w.out for w in procs], tag)
@@ -305,36 +320,48 @@ async def _scenario(dsn: str, instants: list[float], workers: int) -> dict[str, 
         "span_s": span,
         "rate_per_s": succeeded / span if span > 0 else 0.0,
         "last_start_s": last_start - instants[-1],
+        **cpu,
     }
 
 
 async def spike(
-    dsn: str, count: int, *, workers: int = 2, margin_s: float = 10.0
-) -> dict[str, float]:
+    dsn: str, count: int, *, workers: int = 2, margin_s: float = 10.0,
+    postgres_pid: int | None = None,
+) -> dict[str, float]:  # fmt: skip
     """`count` jobs all due at T = now + margin_s; last_start_s is the last start - T."""
     at = time.time() + margin_s
-    return await _scenario(dsn, [at] * count, workers)
+    return await _scenario(dsn, [at] * count, workers, postgres_pid)
 
 
 async def steady(
-    dsn: str, rate: int, seconds: int, *, workers: int = 2, margin_s: float = 10.0
-) -> dict[str, float]:
+    dsn: str, rate: int, seconds: int, *, workers: int = 2, margin_s: float = 10.0,
+    postgres_pid: int | None = None,
+) -> dict[str, float]:  # fmt: skip
     """`rate` jobs a second for `seconds` from T = now + margin_s, evenly spaced;
     last_start_s is the last start - the last scheduled instant."""
     start = time.time() + margin_s
-    return await _scenario(dsn, [start + n / rate for n in range(rate * seconds)], workers)
+    instants = [start + n / rate for n in range(rate * seconds)]
+    return await _scenario(dsn, instants, workers, postgres_pid)
 
 
-async def registration(dsn: str, count: int) -> float:
-    """Jobs a second enqueuing `count` jobs (a day ahead), CHUNK per call, from one client."""
+async def registration(dsn: str, count: int, postgres_pid: int | None = None) -> dict[str, float]:
+    """Enqueuing `count` jobs (a day ahead), CHUNK per call, from one client: jobs a second,
+    and CPU per job of the client (this process) and, with `postgres_pid`, of Postgres."""
     await _reset(dsn)
+    roles = {"postgres": [postgres_pid]} if postgres_pid is not None else {}
     async with await _connect(dsn) as conn:
         queries = Queries(PsycopgDriver(conn))
+        cpu_before, client_before = seconds_by_role(roles), time.process_time()
         began = time.perf_counter()
         await _enqueue(queries, uuid.uuid4().hex[:12], [time.time() + 86400.0] * count)
         took = time.perf_counter() - began
+        cpu_after, client_after = seconds_by_role(roles), time.process_time()
     await _reset(dsn)
-    return count / took
+    figures = {"jobs_per_s": count / took,
+               "client_us_per_job": (client_after - client_before) / count * 1e6}  # fmt: skip
+    for role in roles:
+        figures[f"{role}_us_per_job"] = (cpu_after[role] - cpu_before[role]) / count * 1e6
+    return figures
 
 
 # Command line.
@@ -348,8 +375,8 @@ async def _demo(dsn: str, args: argparse.Namespace) -> None:
         await steady(dsn, args.rate, args.seconds, workers=args.workers),
         flush=True,
     )
-    rate = await registration(dsn, args.registration)
-    print("registration", args.registration, f"{rate:,.0f} jobs/s", flush=True)
+    print("registration", args.registration, await registration(dsn, args.registration),
+          flush=True)  # fmt: skip
 
 
 def demo(args: argparse.Namespace) -> None:
