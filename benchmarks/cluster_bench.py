@@ -52,6 +52,8 @@ from wheel.scheduler.config import SchedulerConfig
 from wheel.store import Store, migrate
 
 PARTITIONS = 64
+MARGIN_JOBS_PER_S = 1000
+"""A scenario starts once its jobs are registered at this rate (the SDK's, with margin)."""
 Workload = tuple[str, int, int]
 """kind, count (or rate a second), seconds (steady only)."""
 NODE_OPTIONS = {
@@ -167,7 +169,7 @@ async def scenario(
     roles: Mapping[str, list[int]],
     show_timeline: bool = False,
 ) -> dict[str, float | str]:
-    margin_s = 15 + len(offsets_s) / 2000  # the SDK registers 4,000+ jobs/s here
+    margin_s = 15 + len(offsets_s) / MARGIN_JOBS_PER_S
     start = datetime.now(UTC) + timedelta(seconds=margin_s)
     instants = [start + timedelta(seconds=o) for o in offsets_s]
     took = await register(client, instants, task)

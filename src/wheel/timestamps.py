@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -17,4 +18,17 @@ def to_timestamp(instant: datetime) -> Timestamp:
 def to_datetime(timestamp: Timestamp) -> datetime:
     # Nanoseconds truncated to microseconds, as Timestamp.ToDatetime does, in a third
     # of its time (it was a tenth of an executor's per-run cost).
-    return _UNIX_EPOCH + timedelta(seconds=timestamp.seconds, microseconds=timestamp.nanos // 1000)
+    return _datetime_of(timestamp.seconds, timestamp.nanos)
+
+
+@functools.lru_cache(maxsize=4096)
+def _datetime_of(seconds: int, nanos: int) -> datetime:
+    # Runs in a batch share instants (a spike's, a run's instant and its start): a
+    # datetime is immutable, so each is made once (0.6 against 2.5 µs, measured here).
+    return _UNIX_EPOCH + timedelta(seconds=seconds, microseconds=nanos // 1000)
+
+
+shared_timestamp = functools.lru_cache(maxsize=4096)(to_timestamp)
+"""`to_timestamp`, made once per instant for messages that share instants (a batch's
+dispatches, the jobs of one registration). The message is shared: only hand it to a
+constructor (which copies it), never change it."""

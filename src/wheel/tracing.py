@@ -229,12 +229,17 @@ def carrier(span: Span | None, parent: str | None) -> Mapping[str, str]:
     return {"traceparent": parent} if parent else {}
 
 
+_NO_SPAN: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+
+
+def current(span: Span | None) -> contextlib.AbstractContextManager[None]:
+    """Inside, `span` is the current span: a handler's own spans and logs nest under it.
+    With tracing off (no span) it costs nothing: every run starts inside one."""
+    return _NO_SPAN if span is None else _current(span)
+
+
 @contextlib.contextmanager
-def current(span: Span | None) -> Iterator[None]:
-    """Inside, `span` is the current span: a handler's own spans and logs nest under it."""
-    if span is None:
-        yield
-        return
+def _current(span: Span) -> Iterator[None]:
     from opentelemetry import context, trace
 
     token = context.attach(trace.set_span_in_context(span))

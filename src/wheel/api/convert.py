@@ -26,7 +26,7 @@ from wheel.model import jobs as mj
 from wheel.model.http_tasks import HttpTask
 from wheel.model.ids import ExecutionKey, JobId
 from wheel.schedule import PreviewRun
-from wheel.timestamps import to_timestamp
+from wheel.timestamps import shared_timestamp, to_timestamp
 
 T = TypeVar("T")
 K = TypeVar("K", bound=int)
@@ -374,7 +374,6 @@ def http_to(http: HttpTask | None) -> pb.HttpTask | None:
 # statement): each message is built once. A cached message is shared, so it is only ever
 # handed to a constructor, which copies it.
 _shared_policies = functools.lru_cache(maxsize=256)(policies_to)
-_shared_timestamp = functools.lru_cache(maxsize=256)(to_timestamp)
 
 
 def job_to(job: mj.Job) -> pb.Job:
@@ -389,8 +388,8 @@ def job_to(job: mj.Job) -> pb.Job:
         policies=_shared_policies(spec.policies),
         status=JOB_STATUS[job.status],
         version=job.version,
-        created_at=_shared_timestamp(job.created_at),
-        updated_at=_shared_timestamp(job.updated_at),
+        created_at=shared_timestamp(job.created_at),
+        updated_at=shared_timestamp(job.updated_at),
     )
 
 

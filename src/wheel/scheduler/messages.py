@@ -30,7 +30,7 @@ from wheel.scheduler.outgoing import (
     Probe,
     Refusal,
 )
-from wheel.timestamps import to_datetime, to_timestamp
+from wheel.timestamps import shared_timestamp, to_datetime
 
 MAX_POOLS = 100
 MAX_TASK_TYPES = 10_000
@@ -161,10 +161,10 @@ def dispatch_to_proto(dispatch: Dispatch) -> pb.Dispatch:
         payload=claimed.payload,
         attempt=claimed.attempt,
         fence=claimed.fence,
-        scheduled_for=to_timestamp(key.scheduled_for),
-        start_at=to_timestamp(dispatch.start_at),
-        deadline=to_timestamp(dispatch.deadline),
-        lease_until=to_timestamp(claimed.lease_until),
+        scheduled_for=shared_timestamp(key.scheduled_for),
+        start_at=shared_timestamp(dispatch.start_at),
+        deadline=shared_timestamp(dispatch.deadline),
+        lease_until=shared_timestamp(claimed.lease_until),
         traceparent=dispatch.traceparent or "",
     )
 

@@ -63,10 +63,19 @@ class _Reconnection:
 
     async def connected(self, conn: AsyncConnection[TupleRow]) -> None:
         """psycopg_pool made a connection (`configure`): the outage, if any, is over."""
+        await use_utc(conn)
         if self._down_since is not None:
             down_s = time.monotonic() - self._down_since
             self._down_since = None
             log.info("store.reconnected", extra={"pool": self._name, "down_s": round(down_s, 3)})
+
+
+async def use_utc(conn: AsyncConnection[TupleRow]) -> None:
+    """The session's time zone is UTC, whatever the server's default: wheel's instants
+    are UTC, and psycopg then reads timestamptz with `datetime.UTC` itself rather than a
+    ZoneInfo (`Etc/UTC`, a server default), which every key had to convert (an
+    ExecutionKey took 5.1 µs to build from such a row, 2.4 µs from UTC)."""
+    await conn.execute("SET TimeZone TO 'UTC'")
 
 
 async def open_pool(
