@@ -181,8 +181,11 @@ def execution_key(text: str, field: str = "id") -> ExecutionKey:
 
 def _model(build: Callable[[], T], prefix: str = "") -> T:
     """Build a model object, renaming the field of any InvalidArgument as the request spells it."""
-    with request_fields(prefix):
+    # request_fields' rule without a context manager: this runs several times per job.
+    try:
         return build()
+    except InvalidArgument as exc:
+        raise _as_sent(exc, prefix) from None
 
 
 def field_as_sent(name: str) -> str:
@@ -196,10 +199,14 @@ def request_fields(prefix: str = "") -> Iterator[None]:
     try:
         yield
     except InvalidArgument as exc:
-        if prefix and exc.field.startswith(prefix):
-            raise  # named as sent already (a nested conversion did it)
-        name = _FIELD_NAMES.get(exc.field, exc.field)
-        raise InvalidArgument(f"{prefix}{name}", exc.reason) from None
+        raise _as_sent(exc, prefix) from None
+
+
+def _as_sent(exc: InvalidArgument, prefix: str) -> InvalidArgument:
+    if prefix and exc.field.startswith(prefix):
+        return exc  # named as sent already (a nested conversion did it)
+    name = _FIELD_NAMES.get(exc.field, exc.field)
+    return InvalidArgument(f"{prefix}{name}", exc.reason)
 
 
 # -- requests -> model ----------------------------------------------------------------------
@@ -331,7 +338,7 @@ def schedule_to(schedule: mj.Schedule) -> pb.Schedule:
         return pb.Schedule(now=pb.RunNow())
     if schedule.kind is mj.ScheduleKind.AT:
         assert schedule.at is not None
-        return pb.Schedule(at=to_timestamp(schedule.at))
+        return pb.Schedule(at=shared_timestamp(schedule.at))
     cron = pb.CronSchedule(
         expression=schedule.cron or "",
         time_zone=schedule.time_zone,

@@ -6,6 +6,7 @@ exactly like a job that does not exist.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,13 +49,16 @@ _FAR_FUTURE = datetime(9999, 1, 1, tzinfo=UTC)
 _MAX_UUID = uuid.UUID(int=(1 << 128) - 1)
 
 
+_MILLISECOND = timedelta(milliseconds=1)
+
+
 def _ms(delta: timedelta) -> int:
-    return int(delta / timedelta(milliseconds=1))
+    return int(delta / _MILLISECOND)
 
 
 def spec_params(spec: JobSpec) -> dict[str, Any]:
     """A job definition as the jobs table's columns."""
-    schedule, policies = spec.schedule, spec.policies
+    schedule = spec.schedule
     return {
         "name": spec.name,
         "task_type": spec.task_type,
@@ -68,6 +72,17 @@ def spec_params(spec: JobSpec) -> dict[str, Any]:
         "smear_ms": _ms(schedule.smear),
         "dst_gap": schedule.dst_gap.value,
         "dst_fold": schedule.dst_fold.value,
+        **_policy_params(spec.policies),
+        "http_url": spec.http.url if spec.http else "",
+        "http_retry_client_errors": spec.http.retry_client_errors if spec.http else False,
+    }
+
+
+@functools.lru_cache(maxsize=256)
+def _policy_params(policies: Policies) -> dict[str, Any]:
+    # Most jobs of a batch share their policies: their columns are made once. The dict
+    # is shared: callers copy it (spec_params unpacks it into its own).
+    return {
         "max_attempts": policies.max_attempts,
         "backoff_base_ms": _ms(policies.backoff_base),
         "backoff_cap_ms": _ms(policies.backoff_cap),
@@ -80,8 +95,6 @@ def spec_params(spec: JobSpec) -> dict[str, Any]:
         "priority": policies.priority,
         "pool": policies.pool,
         "notify_url": policies.notify_url,
-        "http_url": spec.http.url if spec.http else "",
-        "http_retry_client_errors": spec.http.retry_client_errors if spec.http else False,
     }
 
 
