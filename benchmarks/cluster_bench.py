@@ -15,7 +15,11 @@ the same workloads on the same Postgres. Workloads:
 - `steady:R` or `steady:RxS`: R occurrences a second, evenly spaced, for S
   seconds (`--seconds` when not given);
 - `register:N`: N jobs registered through the SDK, one client (jobs/s, and CPU
-  per job of the node, Postgres and the client).
+  per job of the node, Postgres and the client);
+- `pickup:R` or `pickup:RxS`: run-now jobs, R a second, created in one
+  `create_jobs` call every 25 ms while the node runs them, as a queue's producer
+  would: pickup = handler start - the start of the call that created the job
+  (wheel only).
 
 Lateness is the handler's start minus the scheduled instant (wheel's read
 back from Postgres); lost = occurrences not succeeded once nothing has moved
@@ -46,7 +50,7 @@ from benchmarks.cpu_accounting import peak_rss_mib, seconds_by_role
 from tests.e2e.cluster import Cluster
 
 from wheel import eventloop
-from wheel.client import AsyncClient, NewJob, at
+from wheel.client import AsyncClient, NewJob, at, now
 from wheel.local import LocalServices
 from wheel.scheduler.config import SchedulerConfig
 from wheel.store import Store, migrate
@@ -82,6 +86,70 @@ async def register(client: AsyncClient, instants: list[datetime], task: str) -> 
     began = time.perf_counter()
     await client.create_jobs(jobs)
     return time.perf_counter() - began
+
+
+PICKUP_CALL_S = 0.025
+"""A pickup workload creates run-now jobs in one create_jobs call every this long."""
+
+
+async def pickup(
+    client: AsyncClient, dsn: str, rate: int, seconds: int, task: str,
+    roles: Mapping[str, list[int]],
+) -> dict[str, float | str]:  # fmt: skip
+    """Run-now jobs, `rate` a second for `seconds`, created in a call every PICKUP_CALL_S
+    (as a queue's producer would) while the node runs them: pickup is the handler's
+    start minus the start of the call that created the job."""
+    per_call = max(1, round(rate * PICKUP_CALL_S))
+    calls = max(1, round(rate * seconds / per_call))
+    sent: dict[str, float] = {}  # job id -> epoch seconds its create call began
+    call_s: list[float] = []
+    tag = time.monotonic_ns()
+    cpu_before = seconds_by_role(roles)
+    began = time.monotonic()
+
+    async def create(n: int) -> None:
+        jobs = [NewJob(f"pickup-{tag}-{n}-{i}", task, now()) for i in range(per_call)]
+        at_s, t0 = time.time(), time.perf_counter()
+        created = await client.create_jobs(jobs)
+        call_s.append(time.perf_counter() - t0)
+        for job in created:
+            sent[str(job.id)] = at_s
+
+    pending: set[asyncio.Task[None]] = set()
+    for n in range(calls):
+        await asyncio.sleep(max(0.0, began + n * PICKUP_CALL_S - time.monotonic()))
+        task_ = asyncio.create_task(create(n))
+        pending.add(task_)
+        task_.add_done_callback(pending.discard)
+    await asyncio.gather(*pending)
+    offered_s = time.monotonic() - began
+    ids = list(sent)
+    deadline = time.monotonic() + 120
+    while True:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            rows = conn.execute(
+                "SELECT job_id::text, extract(epoch FROM started_at) FROM executions"
+                " WHERE job_id = ANY(%s::uuid[]) AND status = 'succeeded'", (ids,)
+            ).fetchall()  # fmt: skip
+        if len(rows) == len(ids) or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.5)
+    cpu = seconds_by_role(roles)
+    waits = sorted(float(started) - sent[job_id] for job_id, started in rows)
+    call_s.sort()
+
+    def pct(values: list[float], q: float) -> float:
+        return values[min(len(values) - 1, int(q * len(values)))] * 1000 if values else 0.0
+
+    figures: dict[str, float | str] = {
+        "accepted_per_s": len(ids) / offered_s, "started": len(rows), "lost": len(ids) - len(rows),
+        "pickup_p50_ms": pct(waits, 0.5), "pickup_p99_ms": pct(waits, 0.99),
+        "pickup_max_ms": pct(waits, 1.0), "call_p50_ms": pct(call_s, 0.5),
+        "call_p99_ms": pct(call_s, 0.99),
+    }  # fmt: skip
+    for role in roles:
+        figures[f"{role}_us_per_run"] = (cpu[role] - cpu_before[role]) / max(1, len(ids)) * 1e6
+    return figures
 
 
 def results(dsn: str, since: datetime, until: datetime) -> dict[str, float]:
@@ -250,6 +318,9 @@ async def run_wheel(
                         **{f"{role}_us_per_job": (cpu[role] - cpu_before[role]) / n * 1e6
                            for role in ("node", "postgres")},
                     }  # fmt: skip
+                elif kind == "pickup":
+                    rows[label] = {"scenario": label, **await pickup(
+                        client, dsn, n, seconds, args.task, roles)}  # fmt: skip
                 elif kind == "spike":
                     rows[label] = await scenario(
                         client, dsn, label, [0.0] * n, args.task, roles=roles,
@@ -274,6 +345,8 @@ async def run_pgqueuer(
     rows: dict[str, dict[str, float | str]] = {}
     for kind, n, seconds in workloads:
         label = workload_label(kind, n, seconds)
+        if kind == "pickup":
+            continue  # not implemented for pgqueuer
         if kind == "register":
             rows[label] = {
                 "scenario": label,
@@ -302,6 +375,8 @@ def workload_label(kind: str, n: int, seconds: int) -> str:
         return f"spike {n:,} due at T"
     if kind == "steady":
         return f"steady {n:,}/s x {seconds} s"
+    if kind == "pickup":
+        return f"run-now {n:,}/s x {seconds} s (pickup)"
     return f"register {n:,} jobs (SDK)"
 
 
@@ -314,6 +389,11 @@ def headline(row: dict[str, float | str] | None) -> tuple[str, float | None, boo
         return f"{value:,.0f} jobs/s", value, False
     lost = int(float(row["lost"]))
     lost_note = f", {lost:,} not run" if lost else ""
+    if "pickup_p99_ms" in row:
+        value = float(row["pickup_p99_ms"])
+        return (f"{float(row['accepted_per_s']):,.0f}/s accepted, pickup p50 "
+                f"{float(row['pickup_p50_ms']):,.1f} ms, p99 {value:,.1f} ms{lost_note}",
+                value, True)  # fmt: skip
     if str(row["scenario"]).startswith("spike"):
         value = float(row["last_start_s"])
         return f"last start {value:.2f} s{lost_note}", value, True
@@ -352,7 +432,7 @@ def report(
     for t in topologies:
         for label in labels:
             r = wheel[t].get(label)
-            if r is None or "jobs_per_s" in r:
+            if r is None or "jobs_per_s" in r or "pickup_p99_ms" in r:
                 continue
             print(
                 f"| {t} | {label} | {float(r['rate_per_s']):,.0f} | {float(r['p50_ms']):.1f} "
@@ -425,10 +505,11 @@ def _workloads(text: str) -> list[tuple[str, int, int | None]]:
     for item in text.split(","):
         kind, _, count = item.partition(":")
         rate, _, seconds = count.partition("x")
-        if (kind not in ("spike", "steady", "register") or not rate.isdigit()
-                or (seconds and (kind != "steady" or not seconds.isdigit()))):  # fmt: skip
+        timed = kind in ("steady", "pickup")
+        known = kind in ("spike", "register") or timed
+        if not known or not rate.isdigit() or (seconds and not (timed and seconds.isdigit())):
             raise argparse.ArgumentTypeError(
-                f"{item!r}: spike:N, steady:RATE, steady:RATExSECONDS or register:N"
+                f"{item!r}: spike:N, steady:RATE[xSECONDS], pickup:RATE[xSECONDS] or register:N"
             )
         workloads.append((kind, int(rate), int(seconds) if seconds else None))
     return workloads
