@@ -234,6 +234,16 @@ class Engine:
         self.stats.loaded += len(entries)
         return len(entries)
 
+    def add_created(self, due: Sequence[DueOccurrence]) -> int:
+        """Runs of jobs this node's API just created (committed): those of owned partitions
+        that are to be claimed now go in the wheel at once, so a run-now job does not wait
+        for its notification to be read back and loaded. The rest are the loader's, as
+        every run is; the notified load then finds these known and leaves them."""
+        now_ms = self._clock.wall_ms()
+        claim_at = self.claim_at
+        now = [d for d in due if claim_at(epoch_ms(d.fire_at), d.overlap) <= now_ms]
+        return self.add_due(now) if now else 0
+
     def claim_at(self, fire_at_ms: int, overlap: str) -> int:
         """When the wheel hands an occurrence over for claiming, in slices.
 

@@ -95,7 +95,11 @@ async def serve(
     explainer = Explainer(api_store, etcd, layout, served=served)
     api_services = [
         JobsApi(
-            api_store, partitions=partitions, retention_days=config.retention_days, served=served
+            api_store,
+            partitions=partitions,
+            retention_days=config.retention_days,
+            served=served,
+            handoff=engine.add_created,
         ).service(),
         ExecutionsApi(api_store, explainer).service(),
         ClusterApi(etcd, layout, served).service(),

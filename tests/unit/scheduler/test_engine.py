@@ -319,3 +319,27 @@ async def test_an_executor_that_holds_runs_and_answers_nothing_is_let_go() -> No
         assert given.outcome is Outcome.NOT_STARTED
     finally:
         await e.stop()
+
+
+async def test_runs_created_on_this_node_are_claimed_at_once_if_due_else_left_to_the_loader() -> (
+    None
+):
+    b = bench(prefetch_ms=2000, lead_ms=250, claim_slice_ms=50, lease_s=30.0)
+    e = b.engine
+    e.start()
+    try:
+        link = _connected(b)
+        due_now = due_runs(uuid.uuid4(), 1, overlap="allow", fire_at=b.now())
+        in_a_minute = due_runs(uuid.uuid4(), 1, overlap="allow",
+                               fire_at=b.now() + timedelta(minutes=1))  # fmt: skip
+        for run in (*due_now, *in_a_minute):  # committed: the store has them
+            b.occurrences.due[run.key] = run
+        assert e.add_created([*due_now, *in_a_minute]) == 1
+        assert in_a_minute[0].key not in e.known, "the loader's, in its window"
+        b.clock.advance(1)
+        sent = await _next(link)
+        assert isinstance(sent, Dispatches)
+        assert [d.key for d in sent.items] == [due_now[0].key]
+        assert e.add_due(due_now) == 0, "the notified load finds it in flight and leaves it"
+    finally:
+        await e.stop()

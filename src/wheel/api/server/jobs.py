@@ -10,14 +10,19 @@ that state answer with the job.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.api import convert
 from wheel.api.server.job_refs import resolve
-from wheel.api.server.registration import check_http_hosts, register_job, register_jobs
+from wheel.api.server.registration import (
+    Registered,
+    check_http_hosts,
+    register_job,
+    register_jobs,
+)
 from wheel.api.server.rpc import Rpc, Service
 from wheel.api.server.served import Served, ServedView
 from wheel.errors import (
@@ -28,9 +33,9 @@ from wheel.errors import (
     NameTaken,
     NotFound,
 )
-from wheel.model.executions import NewOccurrence, Trigger
+from wheel.model.executions import DueOccurrence, NewOccurrence, Trigger
 from wheel.model.ids import ExecutionKey, JobId, TenantId
-from wheel.model.jobs import Job, JobStatus, Policies, ScheduleKind
+from wheel.model.jobs import Job, JobStatus, OverlapPolicy, Policies, ScheduleKind
 from wheel.schedule import SchedulePlan, compile_schedule, preview
 from wheel.store import Store
 from wheel.timestamps import to_timestamp
@@ -64,9 +69,14 @@ class JobsApi:
         retention_days: int = 30,
         served: ServedView | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        handoff: Callable[[Sequence[DueOccurrence]], object] | None = None,
     ) -> None:
+        """`handoff` is given the runs of the one-off jobs each call created (committed):
+        a node hands them to its own engine, which claims at once those it owns and that
+        are due (see Engine.add_created)."""
         self._store = store
         self._served = served
+        self._handoff = handoff
         self._partitions = partitions
         self._retention = timedelta(days=retention_days)
         self._clock = clock
@@ -127,7 +137,23 @@ class JobsApi:
                 raise Conflict(f"job {job_id} exists with another definition") from None
             plan = compile_schedule(spec.schedule, job_id, now=existing.created_at)
             return await self._created(existing, plan, now, count)
+        self._hand_off([registered])
         return await self._created(registered.job, registered.plan, now, count)
+
+    def _hand_off(self, registered: Sequence[Registered]) -> None:
+        if self._handoff is None:
+            return
+        due = [
+            DueOccurrence(
+                ExecutionKey(job.id, plan.one_off), job.partition, plan.fire_at(plan.one_off),
+                job.spec.policies.priority, job.version, job.tenant_id, job.spec.policies.pool,
+                job.spec.task_type, OverlapPolicy.ALLOW.value,  # a one-off overlaps nothing
+            )
+            for job, plan in ((r.job, r.plan) for r in registered)
+            if plan.one_off is not None and job.status is JobStatus.ACTIVE
+        ]  # fmt: skip
+        if due:
+            self._handoff(due)
 
     async def create_many(
         self, request: api.CreateJobsRequest, tenant: TenantId
@@ -174,6 +200,7 @@ class JobsApi:
                 raise
             field = f"jobs[{named[0]}].{convert.field_as_sent(named[1])}"
             raise InvalidArgument(field, exc.reason) from None
+        self._hand_off([r for r in registered.registered if r.job.id not in registered.existed])
         jobs = await self._jobs_to([r.job for r in registered.registered])
         for message in jobs:
             message.ClearField("payload")  # the caller has it: the answer stays small
