@@ -168,3 +168,43 @@ async def test_a_claim_and_a_record_probe_each_key_a_few_times_not_per_partition
     assert sum(1 for r in rows if r[0]) == BATCH
     assert run_probes <= 2 * BATCH + 50, f"{run_probes} executions index probes for {BATCH} results"
     assert job_probes <= BATCH + 50, f"{job_probes} jobs index probes for {BATCH} results"
+
+
+def jobs_scans(dsn: str) -> int:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute(
+            "SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'jobs'"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def test_an_insert_of_occurrences_probes_their_jobs_not_the_whole_table(
+    crowded: tuple[str, list[ExecutionKey], TenantId],
+) -> None:
+    """A hash join read every job per insert (the materialiser's and each registration's):
+    its cost grew with the jobs table, not with the batch."""
+    dsn, _, owner = crowded
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        jobs = conn.execute(
+            "SELECT id, partition FROM jobs WHERE tenant_id = %s LIMIT %s", (owner, BATCH)
+        ).fetchall()
+    at = datetime.now(UTC).replace(microsecond=0) + timedelta(days=1, hours=1)
+    insert = {
+        "job_ids": [job_id for job_id, _ in jobs],
+        "scheduled_fors": [at] * len(jobs),
+        "tenant_ids": [owner] * len(jobs),
+        "partitions": [partition for _, partition in jobs],
+        "job_versions": [1] * len(jobs),
+        "fire_ats": [at] * len(jobs),
+        "priorities": [0] * len(jobs),
+        "triggers": ["schedule"] * len(jobs),
+        "statuses": ["pending"] * len(jobs),
+        "reasons": [None] * len(jobs),
+    }
+    scanned = jobs_scans(dsn)
+    rows, _, job_probes = counted(dsn, sql("insert_occurrences"), [insert])
+    assert len(rows) == BATCH
+    assert jobs_scans(dsn) == scanned, "the jobs table was scanned whole, not probed by key"
+    assert job_probes <= BATCH + 50, f"{job_probes} jobs index probes for {BATCH} occurrences"
