@@ -2,10 +2,10 @@
 
 A realistic case: 256 partitions owned, 100,000 pending occurrences over four
 day partitions. Index probes are counted from `pg_stat_user_indexes` around
-one claim and one record of 1,000 keys: a plan that loops over the owned
-partitions or over the day partitions per key (what the planner chose when
-it guessed one owned partition, not 256) multiplies them by hundreds. No
-timing is asserted.
+one claim, one heartbeat and one record of 1,000 keys: a plan that loops over
+the owned partitions or over the day partitions per key (what the planner
+chose when it guessed one owned partition, not 256) multiplies them by
+hundreds. No timing is asserted.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ async def crowded(store: Store, database_dsn: str) -> tuple[str, list[ExecutionK
     return database_dsn, [ExecutionKey(JobId(job), at) for job, at in rows], owner.id
 
 
-async def test_a_claim_and_a_record_probe_each_key_a_few_times_not_per_partition(
+async def test_a_claim_a_heartbeat_and_a_record_probe_each_key_a_few_times(
     crowded: tuple[str, list[ExecutionKey], TenantId],
 ) -> None:
     dsn, keys, _ = crowded
@@ -146,6 +146,23 @@ async def test_a_claim_and_a_record_probe_each_key_a_few_times_not_per_partition
     assert job_probes <= 2 * BATCH + 50, f"{job_probes} jobs index probes for {BATCH} keys"
 
     fences = {(job_id, at): fence for _, job_id, at, _, _, fence, *_ in claimed}
+    beats = [
+        {
+            "job_ids": [k.job_id for k in day],
+            "scheduled_fors": [k.scheduled_for for k in day],
+            "fences": [fences[(k.job_id, k.scheduled_for)] for k in day],
+            "executor_id": "ex",
+            "instance": "i",
+            "lease_s": 30.0,
+            **span([k.scheduled_for for k in day]),
+        }
+        for day in by_day(sorted(ExecutionKey(JobId(j), a) for j, a in fences),
+                          lambda k: k.scheduled_for)
+    ]  # fmt: skip
+    rows, run_probes, _ = counted(dsn, sql("heartbeat"), beats)
+    assert len(rows) == BATCH
+    assert run_probes <= 2 * BATCH + 50, f"{run_probes} executions index probes for {BATCH} beats"
+
     results = [AttemptResult(ExecutionKey(JobId(j), a), f, Outcome.SUCCEEDED,
                              executor_id="ex", executor_instance="i")
                for (j, a), f in sorted(fences.items())]  # fmt: skip
