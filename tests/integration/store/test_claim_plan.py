@@ -2,10 +2,10 @@
 
 A realistic case: 256 partitions owned, 100,000 pending occurrences over four
 day partitions. Index probes are counted from `pg_stat_user_indexes` around
-one claim and one record of 1,000 keys: a plan that loops over the owned
-partitions or over the day partitions per key (what the planner chose when
-it guessed one owned partition, not 256) multiplies them by hundreds. No
-timing is asserted.
+one claim, one heartbeat and one record of 1,000 keys: a plan that loops over
+the owned partitions or over the day partitions per key (what the planner
+chose when it guessed one owned partition, not 256) multiplies them by
+hundreds. No timing is asserted.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ async def crowded(store: Store, database_dsn: str) -> tuple[str, list[ExecutionK
     return database_dsn, [ExecutionKey(JobId(job), at) for job, at in rows], owner.id
 
 
-async def test_a_claim_and_a_record_probe_each_key_a_few_times_not_per_partition(
+async def test_a_claim_a_heartbeat_and_a_record_probe_each_key_a_few_times(
     crowded: tuple[str, list[ExecutionKey], TenantId],
 ) -> None:
     dsn, keys, _ = crowded
@@ -146,6 +146,23 @@ async def test_a_claim_and_a_record_probe_each_key_a_few_times_not_per_partition
     assert job_probes <= 2 * BATCH + 50, f"{job_probes} jobs index probes for {BATCH} keys"
 
     fences = {(job_id, at): fence for _, job_id, at, _, _, fence, *_ in claimed}
+    beats = [
+        {
+            "job_ids": [k.job_id for k in day],
+            "scheduled_fors": [k.scheduled_for for k in day],
+            "fences": [fences[(k.job_id, k.scheduled_for)] for k in day],
+            "executor_id": "ex",
+            "instance": "i",
+            "lease_s": 30.0,
+            **span([k.scheduled_for for k in day]),
+        }
+        for day in by_day(sorted(ExecutionKey(JobId(j), a) for j, a in fences),
+                          lambda k: k.scheduled_for)
+    ]  # fmt: skip
+    rows, run_probes, _ = counted(dsn, sql("heartbeat"), beats)
+    assert len(rows) == BATCH
+    assert run_probes <= 2 * BATCH + 50, f"{run_probes} executions index probes for {BATCH} beats"
+
     results = [AttemptResult(ExecutionKey(JobId(j), a), f, Outcome.SUCCEEDED,
                              executor_id="ex", executor_instance="i")
                for (j, a), f in sorted(fences.items())]  # fmt: skip
@@ -168,3 +185,43 @@ async def test_a_claim_and_a_record_probe_each_key_a_few_times_not_per_partition
     assert sum(1 for r in rows if r[0]) == BATCH
     assert run_probes <= 2 * BATCH + 50, f"{run_probes} executions index probes for {BATCH} results"
     assert job_probes <= BATCH + 50, f"{job_probes} jobs index probes for {BATCH} results"
+
+
+def jobs_scans(dsn: str) -> int:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute(
+            "SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'jobs'"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def test_an_insert_of_occurrences_probes_their_jobs_not_the_whole_table(
+    crowded: tuple[str, list[ExecutionKey], TenantId],
+) -> None:
+    """A hash join read every job per insert (the materialiser's and each registration's):
+    its cost grew with the jobs table, not with the batch."""
+    dsn, _, owner = crowded
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        jobs = conn.execute(
+            "SELECT id, partition FROM jobs WHERE tenant_id = %s LIMIT %s", (owner, BATCH)
+        ).fetchall()
+    at = datetime.now(UTC).replace(microsecond=0) + timedelta(days=1, hours=1)
+    insert = {
+        "job_ids": [job_id for job_id, _ in jobs],
+        "scheduled_fors": [at] * len(jobs),
+        "tenant_ids": [owner] * len(jobs),
+        "partitions": [partition for _, partition in jobs],
+        "job_versions": [1] * len(jobs),
+        "fire_ats": [at] * len(jobs),
+        "priorities": [0] * len(jobs),
+        "triggers": ["schedule"] * len(jobs),
+        "statuses": ["pending"] * len(jobs),
+        "reasons": [None] * len(jobs),
+    }
+    scanned = jobs_scans(dsn)
+    rows, _, job_probes = counted(dsn, sql("insert_occurrences"), [insert])
+    assert len(rows) == BATCH
+    assert jobs_scans(dsn) == scanned, "the jobs table was scanned whole, not probed by key"
+    assert job_probes <= BATCH + 50, f"{job_probes} jobs index probes for {BATCH} occurrences"

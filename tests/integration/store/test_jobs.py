@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 from datetime import timedelta
 
+import psycopg
 import pytest
 
 from tests.integration.store import factories as make
 from wheel.errors import InvalidTransition, NotFound, VersionConflict
 from wheel.model.executions import ExecutionStatus, NewOccurrence
-from wheel.model.ids import ExecutionKey, new_job_id, partition_of
+from wheel.model.ids import ExecutionKey, JobId, PartitionId, new_job_id, partition_of
 from wheel.model.jobs import JobSpec, JobStatus, Policies, Schedule, ScheduleKind
 from wheel.store import Store
 
@@ -106,3 +107,34 @@ async def test_list_pages_newest_first_without_deleted_jobs(store: Store) -> Non
             break
     expected = sorted((j for j in jobs if j.id != jobs[3].id), key=lambda j: (j.created_at, j.id))
     assert [j.id for j in listed] == [j.id for j in reversed(expected)]
+
+
+async def test_bulk_creates_analyse_jobs_only_once_it_grew_by_a_quarter(
+    store: Store, database_dsn: str
+) -> None:
+    """ANALYZE after every bulk create cost as much as the create itself (more as the table
+    grew): the table is analysed when never analysed, then after growing by a quarter."""
+    owner = await make.tenant(store)
+
+    def batch(count: int) -> list[tuple[JobId, PartitionId, JobSpec]]:
+        ids = [new_job_id() for _ in range(count)]
+        cron = Schedule(ScheduleKind.CRON, cron="* * * * *")
+        return [(i, partition_of(i, make.PARTITIONS), JobSpec(f"bulk {i}", "report", cron))
+                for i in ids]  # fmt: skip
+
+    async def analyses() -> int:
+        async with await psycopg.AsyncConnection.connect(database_dsn, autocommit=True) as conn:
+            cursor = await conn.execute(
+                "SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'jobs'"
+            )
+            row = await cursor.fetchone()
+        assert row is not None
+        return int(row[0])
+
+    before = await analyses()
+    await store.jobs.create_many(owner.id, batch(4400))  # never analysed in this database
+    assert await analyses() == before + 1
+    await store.jobs.create_many(owner.id, batch(1000))  # 1,000 < 4,400 / 4
+    assert await analyses() == before + 1
+    await store.jobs.create_many(owner.id, batch(1000))  # 2,000 >= 4,400 / 4
+    assert await analyses() == before + 2

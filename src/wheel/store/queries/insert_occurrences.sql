@@ -14,6 +14,8 @@ FROM unnest(%(job_ids)s::uuid[], %(scheduled_fors)s::timestamptz[], %(tenant_ids
             %(reasons)s::text[])
      AS o (job_id, scheduled_for, tenant_id, partition, job_version, fire_at, priority, trigger,
            status, reason)
-JOIN jobs j ON j.id = o.job_id
+-- LATERAL ... LIMIT 1: one primary-key probe per row. A join let the planner hash the
+-- whole jobs table for every batch: a cost that grew with the table, not the batch.
+CROSS JOIN LATERAL (SELECT j.status FROM jobs j WHERE j.id = o.job_id LIMIT 1) j
 ON CONFLICT (job_id, scheduled_for) DO NOTHING
 RETURNING job_id, scheduled_for
