@@ -244,12 +244,11 @@ async def scenario(
     if datetime.now(UTC) > start:
         raise SystemExit(f"{name}: registering took {took:.1f} s, past the start; raise the margin")
     cpu_before = seconds_by_role(roles)
-    # Wait until every occurrence is final, or nothing has moved for a minute (then
-    # what is left is lost); a backlog past capacity drains after the last instant.
+    # Wait until every occurrence is final, or nothing has moved for a minute since the
+    # last instant (then what is left is lost); a backlog past capacity drains after it.
+    # Before the last instant nothing need move: the minute counts from then at the least.
     last_change, left = datetime.now(UTC), -1
-    while datetime.now(UTC) < instants[-1] or datetime.now(UTC) - last_change < timedelta(
-        seconds=60
-    ):
+    while datetime.now(UTC) - max(last_change, instants[-1]) < timedelta(seconds=60):
         now_left = pending(dsn, start, instants[-1])
         if now_left == 0:
             break
