@@ -134,6 +134,12 @@ def job_from_row(row: dict[str, Any]) -> Job:
             HttpTask(row["http_url"], row["http_retry_client_errors"]) if row["http_url"] else None
         ),
     )
+    return job_of(row, spec)
+
+
+def job_of(row: dict[str, Any], spec: JobSpec) -> Job:
+    """A job from its definition and the jobs row's bookkeeping (a row without the
+    definition's columns will do: see insert_jobs)."""
     return Job(
         id=JobId(row["id"]),
         tenant_id=TenantId(row["tenant_id"]),
@@ -178,24 +184,6 @@ class CreatedMany:
 
     jobs: list[Job]
     existed: frozenset[JobId]
-
-
-def _inserted(
-    row: dict[str, Any], tenant_id: TenantId, partition: PartitionId, spec: JobSpec
-) -> Job:
-    """A job just inserted from `spec`, with what the database decided (its `row`)."""
-    return Job(
-        id=JobId(row["id"]),
-        tenant_id=tenant_id,
-        spec=spec,
-        status=JobStatus(row["status"]),
-        version=row["version"],
-        partition=partition,
-        materialised_to=row["materialised_to"],
-        materialised_version=row["materialised_version"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-    )
 
 
 class Jobs:
@@ -282,11 +270,8 @@ class Jobs:
             cursor = conn.cursor(row_factory=dict_row)
             await cursor.execute(sql("insert_jobs"), params, binary=True)
             stored = {row["id"]: row for row in await cursor.fetchall()}
-            made = {
-                job_id: _inserted(stored[job_id], tenant_id, partition, spec)
-                for job_id, partition, spec in jobs
-                if job_id in stored
-            }
+            made = {job_id: job_of(stored[job_id], spec)
+                    for job_id, _, spec in jobs if job_id in stored}  # fmt: skip
             inserted = set(made)
             taken = [job_id for job_id, _, _ in jobs if job_id not in made]
             by_id: dict[uuid.UUID, Job] = {}

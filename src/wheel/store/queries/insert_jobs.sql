@@ -27,4 +27,5 @@ FROM unnest(%(id)s::uuid[], %(name)s::text[], %(task_type)s::text[], %(payload)s
            idempotent, misfire, misfire_grace_ms, misfire_replay_cap, overlap, timeout_ms,
            priority, pool, notify_url, http_url, http_retry_client_errors, partition)
 ON CONFLICT DO NOTHING
-RETURNING id, status, version, materialised_to, materialised_version, created_at, updated_at
+RETURNING id, tenant_id, partition, status, version, materialised_to, materialised_version,
+          created_at, updated_at
