@@ -184,7 +184,7 @@ class Claims:
                 [item.key for item, _ in batch],
                 dict(self._owned),
                 lease_s=config.lease_s,
-                ahead_s=max(config.lead_ms, config.prefetch_ms) / 1000 + 1.0,
+                ahead_s=max(config.lead_ms, config.prefetch_max_ms) / 1000 + 1.0,
                 executors=[link.binding for _, link in batch],
                 tenant_ids={item.tenant for item, _ in batch},
             )

@@ -12,6 +12,7 @@ from wheel.errors import ConfigError
 from wheel.model.notifications import DEFAULT_DENIED
 
 _DEFAULT_PREFETCH_MS = 5000
+_DEFAULT_PREFETCH_MAX_MS = 30_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +82,14 @@ class SchedulerConfig:
     executors this long before their instant, so a spike's claims are done before it; the
     executor holds each (see the executor's `hold`) and starts it at its instant. At most
     half of `lease_s`; unset (-1): 5,000, or half of `lease_s` when that is less."""
+    prefetch_max_ms: int = -1
+    """The most a run that overlaps nothing is claimed ahead: a crowded instant is claimed
+    early enough to be with executors by its instant at the measured hand-over rate (see
+    `wheel.scheduler.claim_ahead`), but never earlier than this. Unset (-1): 30,000, or
+    `window_s` when that is less, and never less than `prefetch_ms`."""
+    handover_rate_per_s: float = 5000.0
+    """Runs a second this node is assumed to hand over until it has measured it (a busy
+    node measures it within seconds): lower claims crowded instants earlier."""
     claim_slice_ms: int = 50
     """Occurrences are handed to claims in slices this long (bigger, fewer claim statements);
     must be well under `lead_ms` so a slice is claimed and dispatched before its instants."""
@@ -174,7 +183,8 @@ class SchedulerConfig:
             "materialise_interval_s", "horizon_s", "lease_s", "heartbeat_interval_s",
             "claim_batch", "claim_concurrency", "record_batch", "reap_interval_s",
             "dispatch_stall_s", "tenant_in_flight_cap", "breaker_failures", "breaker_cooldown_s",
-            "catch_up_rate_per_s", "max_clock_offset_ms", "clock_check_interval_s",
+            "catch_up_rate_per_s", "handover_rate_per_s", "max_clock_offset_ms",
+            "clock_check_interval_s",
             "retention_days", "pool_size", "api_pool_size", "notify_poll_s",
             "notify_timeout_s", "notify_max_tries", "http_task_concurrency",
         )  # fmt: skip
@@ -196,6 +206,15 @@ class SchedulerConfig:
             raise ConfigError("prefetch_ms", f"must be >= lead_ms ({self.lead_ms})")
         if self.prefetch_ms * 2 > self.lease_s * 1000:
             raise ConfigError("prefetch_ms", "must be at most half of lease_s: a held run's lease")
+        if self.prefetch_max_ms == -1:
+            derived = max(
+                self.prefetch_ms, min(_DEFAULT_PREFETCH_MAX_MS, int(self.window_s * 1000))
+            )
+            object.__setattr__(self, "prefetch_max_ms", derived)
+        if self.prefetch_max_ms < self.prefetch_ms:
+            raise ConfigError("prefetch_max_ms", f"must be >= prefetch_ms ({self.prefetch_ms})")
+        if self.prefetch_max_ms > self.window_s * 1000:
+            raise ConfigError("prefetch_max_ms", f"must be within window_s ({self.window_s:g} s)")
         if self.claim_slice_ms < 1:
             raise ConfigError("claim_slice_ms", f"must be >= 1, got {self.claim_slice_ms}")
         if self.claim_slice_ms > self.lead_ms > 0:

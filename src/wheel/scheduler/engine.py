@@ -1,8 +1,9 @@
 """Fire, claim, dispatch: the work of one node over the partitions it owns.
 
 The timing wheel holds the loaded occurrences of owned partitions and fires
-each ahead of its instant: `prefetch_ms` for a run that can overlap nothing,
-`lead_ms` for one of an overlap-limited job. A fired occurrence waits in the
+each ahead of its instant: at least `prefetch_ms` for a run that can overlap
+nothing, earlier when its instant is crowded (`claim_ahead`), and `lead_ms`
+for one of an overlap-limited job. A fired occurrence waits in the
 ready queues (fair across tenants, priority first) until executors have
 credit for its pool; then it is claimed in a batch — one statement, fenced by
 the partition epochs — and dispatched down a stream with `start_at` = its
@@ -51,6 +52,7 @@ from wheel.model.http_tasks import route_pool
 from wheel.model.ids import ExecutionKey, PartitionId
 from wheel.scheduler.aside import Aside
 from wheel.scheduler.breaker import Breakers
+from wheel.scheduler.claim_ahead import ClaimAhead
 from wheel.scheduler.claims import Claims
 from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.in_flight import InFlightRuns
@@ -114,6 +116,10 @@ class Engine:
             self._fired, clock=self._clock, alarm=alarm
         )
         self.ready = ReadyQueues()
+        self.claim_ahead = ClaimAhead(
+            slice_ms=config.claim_slice_ms, floor_ms=config.prefetch_ms,
+            cap_ms=config.prefetch_max_ms, rate_per_s=config.handover_rate_per_s,
+        )  # fmt: skip
         self.known: dict[ExecutionKey, Ready] = {}
         """Loaded and not yet claimed: in the wheel, waiting, parked, blocked or being claimed."""
         self._by_partition: defaultdict[PartitionId, set[ExecutionKey]] = defaultdict(set)
@@ -202,9 +208,11 @@ class Engine:
         With `spread_per_s`, overdue ones are released no faster than that
         (catch-up after an outage must not become a second outage).
         """
-        claim_at = self.claim_at
         now_ms = self._clock.wall_ms()
+        lead_ms, slice_ms = self.config.lead_ms, self.config.claim_slice_ms
         entries: list[tuple[ExecutionKey, int]] = []
+        ahead: list[int] = []
+        """Indexes in `entries` of runs that overlap nothing: planned by `claim_ahead`."""
         heads: set[Any] = set()
         for occurrence in due:
             key = occurrence.key
@@ -222,13 +230,22 @@ class Engine:
             self._by_partition[occurrence.partition].add(key)
             if occurrence.overlap == "wait" and self.overlap.behind_head(ready, heads):
                 continue
-            deadline = claim_at(fire_at_ms, occurrence.overlap)
-            if spread_per_s and deadline < now_ms:
-                # One release schedule for every catch-up, however many pages or partitions.
-                self._spread_next_ms = max(self._spread_next_ms, now_ms)
-                deadline = int(self._spread_next_ms)
-                self._spread_next_ms += 1000 / spread_per_s
-            entries.append((key, deadline))
+            if occurrence.overlap == "allow":
+                ahead.append(len(entries))
+                entries.append((key, fire_at_ms))
+            else:
+                entries.append((key, (fire_at_ms - lead_ms) // slice_ms * slice_ms))
+        if ahead:
+            planned = self.claim_ahead.plan([entries[i][1] for i in ahead], now_ms)
+            for index, deadline in zip(ahead, planned, strict=True):
+                entries[index] = (entries[index][0], deadline)
+        if spread_per_s:
+            for index, (key, deadline) in enumerate(entries):
+                if deadline < now_ms:
+                    # One release schedule for every catch-up, however many pages or partitions.
+                    self._spread_next_ms = max(self._spread_next_ms, now_ms)
+                    entries[index] = (key, int(self._spread_next_ms))
+                    self._spread_next_ms += 1000 / spread_per_s
         for first in range(0, len(entries), _ADD_CHUNK):
             self.driver.add_many(entries[first : first + _ADD_CHUNK])
         self.stats.loaded += len(entries)
@@ -240,26 +257,32 @@ class Engine:
         for its notification to be read back and loaded. The rest are the loader's, as
         every run is; the notified load then finds these known and leaves them."""
         now_ms = self._clock.wall_ms()
-        claim_at = self.claim_at
-        now = [d for d in due if claim_at(epoch_ms(d.fire_at), d.overlap) <= now_ms]
+        soon_ms = now_ms + self.config.prefetch_ms  # claimed by now however crowded
+        now: list[DueOccurrence] = []
+        for occurrence in due:
+            fire_ms = epoch_ms(occurrence.fire_at)
+            soon = occurrence.overlap == "allow" and fire_ms <= soon_ms
+            if soon or self.claim_at(fire_ms, occurrence.overlap) <= now_ms:
+                now.append(occurrence)
         return self.add_due(now) if now else 0
 
     def claim_at(self, fire_at_ms: int, overlap: str) -> int:
         """When the wheel hands an occurrence over for claiming, in slices.
 
         A run that can overlap nothing ('allow': one-offs, jobs that allow it) is
-        claimed `prefetch_ms` ahead and held by its executor until its instant, so
-        a spike's database work is done before the spike. A run of an
+        claimed at least `prefetch_ms` ahead, more when its second is crowded
+        (`claim_ahead`), and held by its executor until its instant, so a spike's
+        database work is done before the spike. A run of an
         overlap-limited job is claimed only `lead_ms` ahead: the claim checks for
         a running predecessor, and should see it as late as it can. Occurrences
         are released a slice (`claim_slice_ms`) at a time, so one claim statement
         takes everything due in a slice instead of the two or three a millisecond
         brings; the executor still starts each at its instant.
         """
-        config = self.config
-        slice_ms = config.claim_slice_ms
-        ahead_ms = config.prefetch_ms if overlap == "allow" else config.lead_ms
-        return (fire_at_ms - ahead_ms) // slice_ms * slice_ms
+        if overlap == "allow":
+            return self.claim_ahead.claim_at(fire_at_ms)
+        slice_ms = self.config.claim_slice_ms
+        return (fire_at_ms - self.config.lead_ms) // slice_ms * slice_ms
 
     def _forget(self, key: ExecutionKey) -> Ready | None:
         ready = self.known.pop(key, None)
@@ -322,6 +345,7 @@ class Engine:
                 self.claims.round()
             except Exception:  # a bug here must not stop every dispatch of this node
                 log.exception("engine.round_failed")
+            self.claim_ahead.observe(self._now_s(), self.stats.dispatched, len(self.ready))
             waits = [
                 asyncio.ensure_future(self._wake.wait()),
                 asyncio.ensure_future(changed.wait()),

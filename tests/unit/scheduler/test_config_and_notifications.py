@@ -36,9 +36,18 @@ def test_the_prefetch_defaults_to_5_s_or_half_the_lease() -> None:
     assert raised.value.field == "prefetch_ms"
 
 
+def test_claiming_ahead_stops_at_30_s_or_the_loaded_window() -> None:
+    assert config().prefetch_max_ms == 30_000
+    assert config(window_s=10).prefetch_max_ms == 10_000, "nothing later is loaded"
+    assert config(prefetch_max_ms=8000).prefetch_max_ms == 8000
+
+
 @pytest.mark.parametrize(
     ("overrides", "field"),
     [
+        ({"prefetch_max_ms": 4000}, "prefetch_max_ms"),
+        ({"window_s": 20, "prefetch_max_ms": 25_000}, "prefetch_max_ms"),
+        ({"handover_rate_per_s": 0}, "handover_rate_per_s"),
         ({"node_id": ""}, "node_id"),
         ({"node_id": "a/b"}, "node_id"),
         ({"lease_s": 0}, "lease_s"),

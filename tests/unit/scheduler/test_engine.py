@@ -343,3 +343,29 @@ async def test_runs_created_on_this_node_are_claimed_at_once_if_due_else_left_to
         assert e.add_due(due_now) == 0, "the notified load finds it in flight and leaves it"
     finally:
         await e.stop()
+
+
+async def test_a_crowded_instant_is_claimed_as_early_as_its_hand_over_takes() -> None:
+    b = bench(prefetch_ms=500, lead_ms=250, claim_slice_ms=50, handover_rate_per_s=1000.0)
+    e = b.engine
+    e.start()
+    try:
+        instant = b.now() + timedelta(seconds=60)
+        crowd = due_runs(uuid.uuid4(), 3000, overlap="allow", fire_at=instant)
+        quiet = due_runs(uuid.uuid4(), 1, overlap="allow", fire_at=instant + timedelta(seconds=40))
+        assert b.add(crowd + quiet) == 3001
+        b.clock.advance(60_000 - 3000 - 1)
+        assert len(e.ready) == 0, "3,000 runs at 1,000/s: not before 3 s ahead"
+        b.clock.advance(1)
+        assert len(e.ready) > 0, "3 s ahead, not prefetch_ms (0.5 s)"
+        waited_ms = 0
+        while len(e.ready) < 3000 and waited_ms < 1000:  # the wheel fires 512 at a time
+            b.clock.advance(5)
+            waited_ms += 5
+        assert len(e.ready) == 3000, "the whole instant within a second of it"
+        b.clock.advance(3000 + 40_000 - 500 - 1 - waited_ms)
+        assert len(e.ready) == 3000, "a quiet instant keeps prefetch_ms"
+        b.clock.advance(1)
+        assert len(e.ready) == 3001
+    finally:
+        await e.stop()
