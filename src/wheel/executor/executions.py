@@ -71,6 +71,9 @@ HANDOVER_MARGIN_S = 1.0
 node does the same on its side, so neither starts what the other may give away (clocks
 may differ by less than this)."""
 RATE_WINDOW_S = 1.0
+_DEADLINES_SLACK = 1024
+_LOOP_RESOLUTION_S = 0.001
+RunKey = tuple[str, int]
 STALLED_S = 5.0
 """A held run that comes due this much later than its instant came due while this process
 was frozen or starved: its node may have given it away meanwhile (a node lets an executor
@@ -174,6 +177,10 @@ class Executions:
         self._order = itertools.count()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = float("inf")
+        self._deadlines: list[tuple[float, int, RunKey]] = []
+        """Running runs' deadlines (loop time), earliest first; ended runs' entries skipped."""
+        self._deadline_timer: asyncio.TimerHandle | None = None
+        self._deadline_timer_at = float("inf")
         self._idle = asyncio.Event()
         self._idle.set()
         self.finished: Counter[str] = Counter()
@@ -474,7 +481,40 @@ class Executions:
                                       self._wall()))  # fmt: skip
             return
         run.handler.add_done_callback(functools.partial(self._handler_done, run))
-        run.timer = loop.call_later(timeout_s, self._stop, run, Stop("timeout"))
+        run.deadline_at = loop.time() + timeout_s
+        self._watch_deadline(loop, run.deadline_at, key)
+
+    def _watch_deadline(self, loop: asyncio.AbstractEventLoop, due: float, key: RunKey) -> None:
+        """Stop the run at `due` (loop time) if it still runs: one heap and one timer for
+        every run's deadline, not a timer handle each (asyncio orders those with a Python
+        `__lt__`: a tenth of a run's cost here). Entries of ended runs are skipped when due,
+        and dropped whenever they outnumber the runs held."""
+        deadlines = self._deadlines
+        if len(deadlines) > 2 * len(self._runs) + _DEADLINES_SLACK:
+            runs = self._runs
+            deadlines[:] = [entry for entry in deadlines if entry[2] in runs]
+            heapq.heapify(deadlines)
+        heapq.heappush(deadlines, (due, next(self._order), key))
+        if due < self._deadline_timer_at:
+            if self._deadline_timer is not None:
+                self._deadline_timer.cancel()
+            self._deadline_timer = loop.call_at(due, self._deadlines_due)
+            self._deadline_timer_at = due
+
+    def _deadlines_due(self) -> None:
+        self._deadline_timer, self._deadline_timer_at = None, float("inf")
+        loop = asyncio.get_running_loop()
+        now = loop.time() + _LOOP_RESOLUTION_S  # a loop timer may fire that much early
+        deadlines, runs = self._deadlines, self._runs
+        while deadlines and deadlines[0][0] <= now:
+            due, _, key = heapq.heappop(deadlines)
+            run = runs.get(key)
+            if run is not None and run.phase == "running" and run.deadline_at == due:
+                self._stop(run, Stop("timeout"))
+        if deadlines:
+            at = deadlines[0][0]
+            self._deadline_timer = loop.call_at(at, self._deadlines_due)
+            self._deadline_timer_at = at
 
     # Ending
 

@@ -7,9 +7,9 @@ returns, raises or passes its `deadline`, then a `Report` — or none when the
 scheduler said the fence is stale (nobody would accept it). `Executions`
 drives every run: one timer for the earliest start of all held runs, a queue
 of ready runs per pool, and for a running one its handler's own completion
-callback and a deadline timer. Nothing per run awaits anything, so a run
-costs its state, the handler's task (async) or thread job (sync), and a
-timer handle.
+callback and its place in one heap of deadlines (one timer for all). Nothing
+per run awaits anything, so a run costs its state, the handler's task (async)
+or thread job (sync), and a heap entry.
 
 `Stop` ends a run early: while held or ready, a shutdown answers NOT_STARTED,
 a cancel request FAILED, a passed deadline NOT_STARTED (it never started,
@@ -80,7 +80,9 @@ class Run:
     """The running handler: its task (async) or its thread job, wrapped."""
     thread_job: Future[object] | None = None
     timer: asyncio.TimerHandle | None = None
-    """Its deadline while running; the cancel grace once stopped."""
+    """Its cancel grace once stopped."""
+    deadline_at: float = 0.0
+    """While running: when its deadline passes, in the loop's time."""
     span: Any = None
     """Its `wheel.handler` span while it runs, when the executor traces (wheel.tracing)."""
 

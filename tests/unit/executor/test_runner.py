@@ -235,6 +235,44 @@ async def test_an_async_handler_past_its_deadline_is_cancelled(
     assert cancelled.is_set()
 
 
+async def test_each_run_is_stopped_at_its_own_deadline_whatever_order_they_came_in(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness(concurrency=3)
+
+    async def forever(ctx: TaskContext) -> None:
+        await asyncio.Event().wait()
+
+    h.task(forever)
+    late = h.send(make_dispatch(deadline_in_s=30))
+    soon = h.send(make_dispatch(deadline_in_s=0.1))
+    report = await h.kept.report_of(soon)
+    assert report.error.startswith("timeout: ")
+    assert h.executions.phase(*late.key) == "running", "its deadline is 30 s away"
+    await h.executions.drain(timeout_s=0)
+
+
+async def test_runs_that_ended_leave_no_deadline_behind(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness(concurrency=64)
+
+    async def quick(ctx: TaskContext) -> None:
+        return None
+
+    h.task(quick)
+    last = None
+    for _ in range(5000):
+        last = h.send(make_dispatch(deadline_in_s=3600))
+        await asyncio.sleep(0)  # let it run and end
+    assert last is not None
+    await h.kept.report_of(last)
+    assert len(h.kept.reports) == 5000
+    # An hour's deadlines of ended runs would hold 5,000 entries; they are dropped as they
+    # outnumber the runs held.
+    assert len(h.executions._deadlines) <= 2 * 64 + 1024 + 1
+
+
 async def test_a_sync_handler_past_its_deadline_sees_cancel_event(
     harness: Callable[..., Harness],
 ) -> None:
