@@ -15,6 +15,14 @@ def to_timestamp(instant: datetime) -> Timestamp:
     return Timestamp(seconds=delta.days * 86_400 + delta.seconds, nanos=delta.microseconds * 1000)
 
 
+def set_timestamp(field: Timestamp, instant: datetime) -> None:
+    """`to_timestamp` written into a message's own field: no message made and copied (a
+    result's two instants were a twentieth of an executor's cost per run)."""
+    delta = instant - _UNIX_EPOCH
+    field.seconds = delta.days * 86_400 + delta.seconds
+    field.nanos = delta.microseconds * 1000
+
+
 def to_datetime(timestamp: Timestamp) -> datetime:
     # Nanoseconds truncated to microseconds, as Timestamp.ToDatetime does, in a third
     # of its time (it was a tenth of an executor's per-run cost).

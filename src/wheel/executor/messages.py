@@ -14,7 +14,7 @@ from datetime import datetime
 
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.model.ids import ExecutionId, JobId
-from wheel.timestamps import to_datetime, to_timestamp
+from wheel.timestamps import set_timestamp, to_datetime
 
 ERROR_LIMIT_BYTES = 4096
 """An error text is capped at this size: the type and message first, then the traceback's end."""
@@ -111,10 +111,10 @@ def result_to_proto(report: Report) -> pb.Result:
         fence=report.fence,
         outcome=report.outcome.value,
         error=report.error,
-        finished_at=to_timestamp(report.finished_at),
     )
+    set_timestamp(result.finished_at, report.finished_at)
     if report.started_at is not None:
-        result.started_at.CopyFrom(to_timestamp(report.started_at))
+        set_timestamp(result.started_at, report.started_at)
     return result
 
 
