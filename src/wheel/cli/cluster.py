@@ -1,6 +1,7 @@
 """`wheel nodes` and `wheel executors`: the cluster at a glance, through the public API.
 
-    wheel nodes                # each node, where it listens, how many partitions it holds
+    wheel nodes                # each node, where it listens, how many partitions it holds,
+                               # and whether the jobs it acknowledges survive its Postgres
     wheel executors            # pools, task types, and per node: credit, in flight, since
 
 They take the API's connection options (`--endpoint`, `--token`, ...). An
@@ -15,6 +16,7 @@ import click
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from wheel.cli.jobs_options import Session, connected
 from wheel.durations import readable
@@ -25,17 +27,21 @@ _NO_LINKS = "connected to no node: check its --cluster, its token, and that node
 @click.command()
 @connected
 def nodes(session: Session) -> None:
-    """Every scheduler node: where it listens and how many partitions it holds."""
+    """Every scheduler node: where it listens, how many partitions it holds, and whether a
+    job it acknowledges survives the loss of its Postgres primary (a synchronous standby)."""
     found = session.call(lambda client: client.nodes())
 
     def human(console: Console) -> None:
         if not found:
             console.print("no scheduler node is in this cluster")
             return
-        table = Table("node", "address", "partitions", box=box.SIMPLE)
+        table = Table("node", "address", "partitions", "acknowledged jobs", box=box.SIMPLE)
         for node in found:
-            table.add_row(node.node_id, node.address, str(node.partitions))
+            durable = Text("at risk", "red") if node.durability else "on a synchronous standby"
+            table.add_row(node.node_id, node.address, str(node.partitions), durable)
         console.print(table)
+        for reason in sorted({node.durability for node in found if node.durability}):
+            console.print(Text.assemble(("warning: ", "red"), reason))
 
     session.show(found, human)
 

@@ -189,7 +189,12 @@ def page(items: Any, token: str, convert: Callable[[Any], V]) -> t.Page[V]:
 
 
 def node(message: api.Node) -> t.Node:
-    return t.Node(node_id=message.node_id, address=message.address, partitions=message.partitions)
+    return t.Node(
+        node_id=message.node_id,
+        address=message.address,
+        partitions=message.partitions,
+        durability=_text(message.durability),
+    )
 
 
 def partition(message: api.PartitionOwner) -> t.Partition:

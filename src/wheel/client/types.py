@@ -254,6 +254,9 @@ class Node:
     """Where its gRPC server listens."""
     partitions: int
     """How many partitions it holds now."""
+    durability: str | None = None
+    """Why a job it acknowledges could be lost with its Postgres primary's disk (no
+    synchronous standby); None while every commit waits for one."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -142,6 +142,12 @@ class SchedulerConfig:
     metadata...). A shared deployment adds its private ranges; empty denies nothing."""
     http_task_concurrency: int = 256
     """HTTP tasks' requests one node has out at once (its HTTP runner's credit)."""
+    require_synchronous_standby: bool = False
+    """Refuse to start unless Postgres commits wait for a synchronous standby (otherwise an
+    acknowledged job is lost with the primary's disk; without this the node warns, and
+    keeps warning, in its log, metrics, `wheel nodes` and the dashboard)."""
+    durability_check_interval_s: float = 60.0
+    """How often the node reads again whether Postgres has a synchronous standby."""
     tracing: bool = False
     """Send OpenTelemetry traces of every run (the `otel` extra; the standard OTEL_*
     variables configure the exporter, OTLP by default)."""
@@ -184,7 +190,7 @@ class SchedulerConfig:
             "claim_batch", "claim_concurrency", "record_batch", "reap_interval_s",
             "dispatch_stall_s", "tenant_in_flight_cap", "breaker_failures", "breaker_cooldown_s",
             "catch_up_rate_per_s", "handover_rate_per_s", "max_clock_offset_ms",
-            "clock_check_interval_s",
+            "clock_check_interval_s", "durability_check_interval_s",
             "retention_days", "pool_size", "api_pool_size", "notify_poll_s",
             "notify_timeout_s", "notify_max_tries", "http_task_concurrency",
         )  # fmt: skip

@@ -28,6 +28,7 @@ from an engine snapshot at scrape time, so nothing is kept twice.
                                                  (a pre-scaling signal for executors)
     wheel_horizon_lag_seconds         gauge      how far materialisation trails now
     wheel_clock_offset_seconds        gauge      database clock minus this node's
+    wheel_postgres_synchronous_standby gauge     0: no synchronous standby (acked jobs at risk)
 """
 
 from __future__ import annotations
@@ -98,6 +99,11 @@ class NodeMetrics:
                                         buckets=_SECONDS_BUCKETS, registry=r)  # fmt: skip
         self.horizon_lag_s = 0.0
         self.clock_offset_s = 0.0
+        self.durable = 1.0
+
+    def synchronous_standby(self, safe: bool) -> None:
+        """A durability reading: whether commits wait for a synchronous standby."""
+        self.durable = 1.0 if safe else 0.0
 
     # -- the engine's observer -------------------------------------------------------------
 
@@ -205,6 +211,12 @@ class _EngineCollector(Collector):
                      metrics.horizon_lag_s)  # fmt: skip
         yield _gauge("wheel_clock_offset_seconds", "Database clock minus this node's.",
                      metrics.clock_offset_s)  # fmt: skip
+        yield _gauge(
+            "wheel_postgres_synchronous_standby",
+            "1 while Postgres commits wait for a synchronous standby; 0 when an acknowledged "
+            "job would be lost with the primary's disk.",
+            metrics.durable,
+        )
 
 
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:

@@ -33,6 +33,7 @@ from wheel.model.ids import PartitionId
 from wheel.notify.sender import Sender
 from wheel.scheduler.clock import measure
 from wheel.scheduler.config import SchedulerConfig
+from wheel.scheduler.durability import DurabilityWatch
 from wheel.scheduler.engine import Engine
 from wheel.scheduler.http_runner import HttpRunner
 from wheel.scheduler.links import Links
@@ -73,6 +74,7 @@ class _Running:
     publisher: Publisher
     sender: Sender
     metrics: NodeMetrics | None
+    durability: DurabilityWatch
     resources: contextlib.AsyncExitStack
     """Closes the stores, etcd and the server, in reverse order."""
 
@@ -143,6 +145,14 @@ class SchedulerNode:
             resources.push_async_callback(etcd.close)
             partitions = await partition_count(etcd, self._layout, config.partitions)
             metrics = NodeMetrics() if config.metrics_listen else None
+            durability = DurabilityWatch(
+                store.durability, node_id=config.node_id,
+                report=None if metrics is None else metrics.synchronous_standby,
+            )  # fmt: skip
+            if config.require_synchronous_standby:
+                await durability.require()
+            else:
+                await durability.check()
             engine = Engine(config, store, Links(), observer=metrics, heartbeats=beats)
             served = await serve(
                 config, engine=engine, api_store=api_store, etcd=etcd, layout=self._layout,
@@ -170,6 +180,7 @@ class SchedulerNode:
                     notification_sender(config, store, metrics)
                 ),
                 metrics=metrics,
+                durability=durability,
                 resources=resources.pop_all(),
             )
         engine.start()
@@ -191,6 +202,7 @@ class SchedulerNode:
             every("retention", _MAINTAIN_INTERVAL_S, self._maintain),
             every("notifications", config.notify_poll_s, self._notify),
             every("clock", config.clock_check_interval_s, self._check_clock),
+            every("durability", config.durability_check_interval_s, running.durability.check),
             every("stats", _STATS_INTERVAL_S, self._log_stats),
             every("breakers", _BREAKERS_INTERVAL_S, self._publish_breakers),
             every("links", _BREAKERS_INTERVAL_S, self._publish_links),
@@ -329,7 +341,8 @@ class SchedulerNode:
         await self._parts.publisher.breakers(self._parts.engine, self._session())
 
     async def _publish_links(self) -> None:
-        await self._parts.publisher.links(self._parts.engine, self._session())
+        parts = self._parts
+        await parts.publisher.links(parts.engine, self._session(), parts.durability.problem)
 
     def _session(self) -> Session | None:
         return self.membership.session if self.membership is not None else None

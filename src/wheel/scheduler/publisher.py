@@ -4,7 +4,8 @@ Two documents per node, rewritten only when they change and gone with the
 node's lease: `breakers/<node>` (task types whose breaker is not closed, and
 how many runs are parked; `explain` names them) and `links/<node>` (the
 executors streaming to it with their pools, task types and credit, and what
-waits here, executors held back and a stalled dispatch; `explain`, job warnings
+waits here, executors held back, a stalled dispatch and, when its Postgres has
+no synchronous standby, why an acknowledged job could be lost; `explain`, job warnings
 and `wheel executors` read it). etcd being away skips a write; the next tick
 tries again.
 """
@@ -39,7 +40,10 @@ class Publisher:
         }
         await self._publish(f"{self._layout.breakers}{self._node_id}", document, session)
 
-    async def links(self, engine: Engine, session: Session | None) -> None:
+    async def links(
+        self, engine: Engine, session: Session | None, durability: str | None = None
+    ) -> None:
+        """`durability`: why a job this node acknowledges could be lost (None: it cannot)."""
         executors = {
             link.executor_id: {
                 "pools": list(link.pools),
@@ -58,6 +62,8 @@ class Publisher:
         }  # fmt: skip
         if snapshot.stalled is not None:
             document["stalled"] = snapshot.stalled
+        if durability is not None:
+            document["durability"] = durability
         runner = engine.links.http_runner
         if runner is not None:  # this node runs HTTP tasks (every node does)
             document["http_runner"] = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wheel.store.clock import DatabaseClock
+from wheel.store.durability import DurabilityReader
 from wheel.store.executions import Executions
 from wheel.store.jobs import Jobs
 from wheel.store.materialising import Materialising
@@ -33,6 +34,7 @@ class Store:
     tenants: Tenants
     materialising: Materialising
     clock: DatabaseClock
+    durability: DurabilityReader
     webhooks: Webhooks
     outbox: Outbox
 
@@ -49,6 +51,7 @@ class Store:
             tenants=Tenants(pool),
             materialising=Materialising(pool),
             clock=DatabaseClock(pool),
+            durability=DurabilityReader(pool),
             webhooks=Webhooks(pool),
             outbox=Outbox(pool),
         )

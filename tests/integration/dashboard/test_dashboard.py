@@ -214,6 +214,10 @@ async def test_a_tenant_watches_acts_and_explains_in_the_browser(
     await page.goto(f"{base}/cluster")
     await expect(page.locator(".grid .cell")).to_have_count(node.config.partitions)
     await expect(page.locator(".legend")).to_contain_text(node.node_id)
+    # The tests' Postgres is one server: the page says what that risks.
+    await expect(page.get_by_role("alert")).to_contain_text(
+        "Acknowledged jobs are at risk: no synchronous standby"
+    )
     await expect(page.locator("table")).to_contain_text(executor.config.executor_id)
     await expect(page.locator(".chart .series")).to_contain_text("default")
     assert await page.locator(".chart .bar").count() == 10

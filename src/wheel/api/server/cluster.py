@@ -36,9 +36,15 @@ class ClusterApi:
         kvs, _ = await self._etcd.get_prefix(self._layout.nodes)
         held = Counter(s.node_id for s in await shards(self._etcd, self._layout) if s.node_id)
         nodes = sorted((NodeInfo.from_kv(kv) for kv in kvs), key=lambda n: n.node_id)
+        durability = (await self._served.now()).durability
         return api.ListNodesResponse(
             nodes=[
-                api.Node(node_id=n.node_id, address=n.address, partitions=held[n.node_id])
+                api.Node(
+                    node_id=n.node_id,
+                    address=n.address,
+                    partitions=held[n.node_id],
+                    durability=durability.get(n.node_id, ""),
+                )
                 for n in nodes
             ]
         )

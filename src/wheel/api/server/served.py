@@ -54,6 +54,9 @@ class Served:
     """The nodes that run HTTP tasks (every node does, once it has published)."""
     stalled: Mapping[str, str] = field(default_factory=dict)
     """By node: why its dispatch is stalled (nodes whose dispatch is not stalled are absent)."""
+    durability: Mapping[str, str] = field(default_factory=dict)
+    """By node: why a job it acknowledges could be lost (nodes whose Postgres waits for a
+    synchronous standby are absent)."""
 
     def serves(self, pool: str, task_type: str, node_id: str | None = None) -> bool:
         if is_http_task_type(task_type):
@@ -133,6 +136,7 @@ class ServedView:
         ready: dict[str, dict[str, int]] = {}
         runners: set[str] = set()
         stalled: dict[str, str] = {}
+        durability: dict[str, str] = {}
         for kv in kvs:
             node_id = kv.key.removeprefix(self._layout.links)
             try:
@@ -143,9 +147,11 @@ class ServedView:
                     runners.add(node_id)
                 if document.get("stalled"):
                     stalled[node_id] = str(document["stalled"])
+                if document.get("durability"):
+                    durability[node_id] = str(document["durability"])
             except (ValueError, TypeError, AttributeError, json.JSONDecodeError):
                 continue  # a document this version cannot read says nothing it can use
         ordered = tuple(sorted(executors, key=lambda e: (e.node_id, e.executor_id)))
-        served = Served(ordered, ready, frozenset(runners), stalled)
+        served = Served(ordered, ready, frozenset(runners), stalled, durability)
         self._cached = (self._clock() + self._ttl_s, served)
         return served

@@ -263,14 +263,16 @@ class ListNodesRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Node(_message.Message):
-    __slots__ = ("node_id", "address", "partitions")
+    __slots__ = ("node_id", "address", "partitions", "durability")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    DURABILITY_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     address: str
     partitions: int
-    def __init__(self, node_id: _Optional[str] = ..., address: _Optional[str] = ..., partitions: _Optional[int] = ...) -> None: ...
+    durability: str
+    def __init__(self, node_id: _Optional[str] = ..., address: _Optional[str] = ..., partitions: _Optional[int] = ..., durability: _Optional[str] = ...) -> None: ...
 
 class ListNodesResponse(_message.Message):
     __slots__ = ("nodes",)
