@@ -1,12 +1,15 @@
-"""Runs for end-to-end tests: one-off jobs registered in the cluster's database, and their
-statuses read back."""
+"""Runs for end-to-end tests: one-off jobs registered in the cluster's database, their
+statuses and lateness read back, and waiting until they all reach a state."""
 
 from __future__ import annotations
 
+import statistics
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import pytest
 
 from tests.e2e.cluster import FAST, Cluster
 from wheel.api.server.registration import register_jobs
@@ -41,3 +44,36 @@ def statuses(cluster: Cluster, job_ids: Sequence[object]) -> dict[str, int]:
         list(job_ids),
     )
     return {status: count for status, count in rows}
+
+
+def whole_second(ahead_s: float) -> datetime:
+    return (datetime.now(UTC) + timedelta(seconds=ahead_s)).replace(microsecond=0)
+
+
+def lateness_ms(cluster: Cluster, job_ids: Sequence[object]) -> list[float]:
+    rows = cluster.query(
+        "SELECT extract(epoch FROM started_at - scheduled_for) * 1000 FROM executions"
+        " WHERE job_id = ANY(%s) AND status = 'succeeded'",
+        list(job_ids),
+    )
+    return sorted(float(r[0]) for r in rows)
+
+
+def summary(name: str, values: list[float]) -> str:
+    if not values:
+        return f"{name}: none"
+    p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
+    return (f"{name}: n={len(values)} p50={statistics.median(values):.1f} ms "
+            f"p99={p99:.1f} ms max={values[-1]:.1f} ms")  # fmt: skip
+
+
+async def settle(
+    cluster: Cluster, job_ids: Sequence[object], final: str, within: float = 60
+) -> None:
+    expected = len(job_ids)
+    try:
+        await cluster.wait_until(
+            lambda: statuses(cluster, job_ids).get(final, 0) == expected, within
+        )
+    except TimeoutError:
+        pytest.fail(f"{statuses(cluster, job_ids)} != {expected} {final}\n{cluster.dump_logs()}")

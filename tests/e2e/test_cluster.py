@@ -11,7 +11,6 @@ import asyncio
 import itertools
 import signal
 import statistics
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.cluster import Cluster
-from tests.e2e.runs import PARTITIONS, jobs, statuses
+from tests.e2e.runs import PARTITIONS, jobs, lateness_ms, settle, statuses, summary, whole_second
 from tests.integration.coordinator.secured_etcd import PASSWORD, secured_etcd
 from tests.integration.notify.receiver import HANG, Receiver
 from wheel.api.server.registration import register_job
@@ -38,39 +37,6 @@ async def up(cluster: Cluster, nodes: int = 3, executors: int = 2, **node_option
         await cluster.ready()
     except TimeoutError:
         pytest.fail(f"cluster did not settle\n{cluster.dump_logs()}")
-
-
-def whole_second(ahead_s: float) -> datetime:
-    return (datetime.now(UTC) + timedelta(seconds=ahead_s)).replace(microsecond=0)
-
-
-def lateness_ms(cluster: Cluster, job_ids: Sequence[object]) -> list[float]:
-    rows = cluster.query(
-        "SELECT extract(epoch FROM started_at - scheduled_for) * 1000 FROM executions"
-        " WHERE job_id = ANY(%s) AND status = 'succeeded'",
-        list(job_ids),
-    )
-    return sorted(float(r[0]) for r in rows)
-
-
-def summary(name: str, values: list[float]) -> str:
-    if not values:
-        return f"{name}: none"
-    p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
-    return (f"{name}: n={len(values)} p50={statistics.median(values):.1f} ms "
-            f"p99={p99:.1f} ms max={values[-1]:.1f} ms")  # fmt: skip
-
-
-async def settle(
-    cluster: Cluster, job_ids: Sequence[object], final: str, within: float = 60
-) -> None:
-    expected = len(job_ids)
-    try:
-        await cluster.wait_until(
-            lambda: statuses(cluster, job_ids).get(final, 0) == expected, within
-        )
-    except TimeoutError:
-        pytest.fail(f"{statuses(cluster, job_ids)} != {expected} {final}\n{cluster.dump_logs()}")
 
 
 async def test_one_off_jobs_fire_at_their_instant_once_each(cluster: Cluster, store: Store) -> None:

@@ -108,13 +108,25 @@ class EtcdServer:
         self.stop()
 
 
-def _argv(data_dir: Path, port: int, peer_port: int, durable: bool) -> list[str]:
+def _argv(
+    data_dir: Path,
+    port: int,
+    peer_port: int,
+    durable: bool,
+    *,
+    name: str = "wheel-local",
+    initial_cluster: str = "",
+    heartbeat_ms: int = 10,
+    election_ms: int = 100,
+) -> list[str]:
+    """One member's command; `initial_cluster` (name=peer URL, comma-separated) names the
+    members of a new cluster (default: this one alone)."""
     client_url = f"http://{LOOPBACK}:{port}"
     peer_url = f"http://{LOOPBACK}:{peer_port}"
     argv = [
         str(etcd_binary()),
         "--name",
-        "wheel-local",
+        name,
         "--data-dir",
         str(data_dir / "member-data"),
         "--listen-client-urls",
@@ -126,11 +138,11 @@ def _argv(data_dir: Path, port: int, peer_port: int, durable: bool) -> list[str]
         "--initial-advertise-peer-urls",
         peer_url,
         "--initial-cluster",
-        f"wheel-local={peer_url}",
+        initial_cluster or f"{name}={peer_url}",
         "--heartbeat-interval",
-        "10",
+        str(heartbeat_ms),
         "--election-timeout",
-        "100",
+        str(election_ms),
         "--log-level",
         "warn",
     ]
