@@ -62,6 +62,7 @@ REPLICATION_USER = "replicator"
 START_TIMEOUT_S = 60.0
 STOP_GRACE_S = 20.0
 HTTP_TIMEOUT_S = 2.0
+SWITCHOVER_TIMEOUT_S = 60.0
 # Patroni runs with only its package's directory on sys.path: `-I -S` keeps out the
 # interpreter's own site-packages (Debian's dist-packages), which may hold other versions.
 _BOOT = (
@@ -121,12 +122,19 @@ class PatroniMember:
         """This member's own Postgres, whatever its role."""
         return f"postgresql://{SUPERUSER}@{LOOPBACK}:{self.pg_port}/{database}"
 
-    def api(self, method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
+    def api(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        timeout_s: float = HTTP_TIMEOUT_S,
+    ) -> tuple[int, Any]:
         """Call this member's REST API; returns (status, decoded JSON or text).
 
-        Raises OSError (or http.client.HTTPException) when it does not answer.
+        Raises OSError (or http.client.HTTPException) when it does not answer in `timeout_s`.
         """
-        connection = http.client.HTTPConnection(LOOPBACK, self.api_port, timeout=HTTP_TIMEOUT_S)
+        connection = http.client.HTTPConnection(LOOPBACK, self.api_port, timeout=timeout_s)
         try:
             payload = json.dumps(body).encode() if body is not None else None
             connection.request(method, path, payload, {"Content-Type": "application/json"})
@@ -409,7 +417,8 @@ class PatroniCluster:
         if target is None:
             raise LocalServiceError("patroni", "switchover asked with no synchronous standby")
         body = {"leader": leader.name, "candidate": target.name}
-        status, answer = leader.api("POST", "/switchover", body)
+        # Patroni answers once the candidate leads or the attempt failed.
+        status, answer = leader.api("POST", "/switchover", body, timeout_s=SWITCHOVER_TIMEOUT_S)
         if status != 200:
             raise LocalServiceError("patroni", f"switchover refused ({status}): {answer}")
         return str(answer)
@@ -439,19 +448,32 @@ class PatroniCluster:
         shutil.rmtree(member.data_dir, ignore_errors=True)
 
     def stop(self) -> bool:
-        """Stop every member (SIGTERM to each guard), then delete the cluster's etcd keys.
+        """Stop every member, standbys first, then delete the cluster's etcd keys.
 
-        Returns whether every member stopped within the grace period.
+        One at a time, the leader last: a synchronous standby that stops waits for the
+        leader to release it from `synchronous_standby_names`, and a leader that stops
+        first hands its lock to a standby that is itself stopping. Returns whether every
+        member stopped on SIGTERM within the grace period.
         """
+        leader = self.primary()
+        order = [member for member in self.members if member is not leader]
+        if leader is not None:
+            order.append(leader)
         clean = True
-        running = [member for member in self.members if member.running]
-        for member in running:
-            assert member.guard is not None
-            member.guard.send_signal(signal.SIGTERM)
-        for member in running:
-            assert member.guard is not None
-            clean &= process.stop(member.guard, signal.SIGTERM, STOP_GRACE_S * 2)
-        clean &= _delete_prefix(self.etcd_port, f"{self.namespace.rstrip('/')}/{self.scope}/")
+        for member in order:
+            if member.guard is not None:
+                started = time.monotonic()
+                clean &= process.stop(member.guard, signal.SIGTERM, STOP_GRACE_S * 2)
+                clean &= member.guard.returncode == 0
+                logger.info(
+                    "patroni.member_stopped",
+                    extra={
+                        "member": member.name,
+                        "exit_code": member.guard.returncode,
+                        "stop_s": round(time.monotonic() - started, 2),
+                    },
+                )
+        clean &= delete_etcd_prefix(self.etcd_port, f"{self.namespace.rstrip('/')}/{self.scope}/")
         return clean
 
     def __enter__(self) -> PatroniCluster:
@@ -492,7 +514,7 @@ def _interpreter_for(user: ServiceUser | None) -> Path:
     )
 
 
-def _delete_prefix(etcd_port: int, prefix: str) -> bool:
+def delete_etcd_prefix(etcd_port: int, prefix: str) -> bool:
     """Delete every key under `prefix` through etcd's v3 JSON gateway; whether it answered."""
     key = prefix.encode()
     range_end = key[:-1] + bytes([key[-1] + 1])
@@ -509,4 +531,4 @@ def _delete_prefix(etcd_port: int, prefix: str) -> bool:
         connection.close()
 
 
-__all__ = ["PatroniCluster", "PatroniMember", "PatroniTimings"]
+__all__ = ["PatroniCluster", "PatroniMember", "PatroniTimings", "delete_etcd_prefix"]

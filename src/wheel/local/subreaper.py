@@ -9,8 +9,9 @@ not to init, so it can find and end them.
 
 The contract:
 - it runs the command as a child (as `--user` when given, with exactly the
-  `--env` variables, output appended to `--log`), and exits when the command does, after SIGKILLing
-  every process still under it (a postmaster its Patroni left, its backends);
+  `--env` variables, output appended to `--log`), reaps whatever exits under
+  it, and exits when the command does, after SIGKILLing every process still
+  under it (a postmaster its Patroni left, that postmaster's backends);
 - SIGTERM or SIGINT (its death signal when spawned with `process.spawn`) asks
   the command to stop with SIGTERM, waits up to `--grace-s`, then does the same.
 If the guard itself is SIGKILLed, the command dies with it (its death signal)
@@ -27,26 +28,16 @@ import ctypes
 import ctypes.util
 import os
 import pwd
-import select
 import signal
-import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
 from wheel.local import process
 from wheel.local.service_user import ServiceUser
 
 _PR_SET_CHILD_SUBREAPER = 36
-
-
-class _StopRequested(Exception):
-    """Raised from the signal handler to leave a blocking wait."""
-
-
-def _request_stop(signum: int, frame: FrameType | None) -> None:
-    raise _StopRequested
 
 
 def _become_subreaper() -> None:
@@ -89,13 +80,22 @@ def end_descendants() -> None:
             return
 
 
-def _wait_for_exit(child: subprocess.Popen[bytes], timeout_s: float) -> None:
-    """Block until `child` exits or `timeout_s` passes (a pidfd: an event, not polling)."""
-    fd = os.pidfd_open(child.pid)
-    try:
-        select.select([fd], [], [], timeout_s)
-    finally:
-        os.close(fd)
+def _reap(command_pid: int) -> int | None:
+    """Reap every exited child without blocking; the command's exit code if it was one.
+
+    Reaping matters while the command shuts down: Patroni waits for its postmaster's
+    pid to vanish, and a re-parented postmaster stays a zombie until this guard reaps it.
+    """
+    code = None
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return code
+        if pid == 0:
+            return code
+        if pid == command_pid:
+            code = os.waitstatus_to_exitcode(status)
 
 
 def _exit_code(returncode: int) -> int:
@@ -111,28 +111,37 @@ def run(
     log_path: Path,
     grace_s: float,
 ) -> int:
-    """Run `argv` under this guard; returns its exit code once nothing is left under it."""
+    """Run `argv` under this guard; returns its exit code once nothing is left under it.
+
+    Signals are taken synchronously (sigtimedwait on a blocked set), not by handlers:
+    one loop reaps on SIGCHLD, turns SIGTERM or SIGINT into a stop, and times the grace.
+    """
     _become_subreaper()
-    signal.signal(signal.SIGTERM, _request_stop)
-    signal.signal(signal.SIGINT, _request_stop)
     child = process.spawn(argv, log_path=log_path, death_signal=signal.SIGKILL, user=user, env=env)
-    try:
-        while child.returncode is None:
-            pid, status = os.waitpid(-1, 0)  # also reaps re-parented orphans as they exit
-            if pid == child.pid:
-                child.returncode = os.waitstatus_to_exitcode(status)
-    except _StopRequested:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        if child.poll() is None:
+    # Blocked only after the spawn: a child inherits the mask, and Patroni must see SIGTERM.
+    watched = {signal.SIGCHLD, signal.SIGTERM, signal.SIGINT}
+    signal.pthread_sigmask(signal.SIG_BLOCK, watched)
+    code: int | None = None
+    stop_by: float | None = None
+    while True:
+        reaped = _reap(child.pid)
+        code = reaped if reaped is not None else code
+        if code is not None:
+            break
+        remaining = None if stop_by is None else stop_by - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            break
+        info = (
+            signal.sigwaitinfo(watched)
+            if remaining is None
+            else signal.sigtimedwait(watched, remaining)
+        )
+        if info is not None and info.si_signo != signal.SIGCHLD and stop_by is None:
             child.send_signal(signal.SIGTERM)
-            _wait_for_exit(child, grace_s)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+            stop_by = time.monotonic() + grace_s
+    child.returncode = code  # reaped here, not by Popen
     end_descendants()
-    if child.returncode is None:  # ended by end_descendants, which reaped it
-        return 128 + signal.SIGKILL
-    return _exit_code(child.returncode)
+    return 128 + signal.SIGKILL if code is None else _exit_code(code)
 
 
 def main(args: Sequence[str] | None = None) -> int:
