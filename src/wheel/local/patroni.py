@@ -453,7 +453,7 @@ class PatroniCluster:
         One at a time, the leader last: a synchronous standby that stops waits for the
         leader to release it from `synchronous_standby_names`, and a leader that stops
         first hands its lock to a standby that is itself stopping. Returns whether every
-        member stopped on SIGTERM within the grace period.
+        member still running stopped on SIGTERM within the grace period, exiting 0.
         """
         leader = self.primary()
         order = [member for member in self.members if member is not leader]
@@ -461,7 +461,7 @@ class PatroniCluster:
             order.append(leader)
         clean = True
         for member in order:
-            if member.guard is not None:
+            if member.guard is not None and member.running:  # a killed one is judged elsewhere
                 started = time.monotonic()
                 clean &= process.stop(member.guard, signal.SIGTERM, STOP_GRACE_S * 2)
                 clean &= member.guard.returncode == 0
