@@ -156,13 +156,20 @@ class PatroniMember:
         return status == 200
 
     def patroni_pid(self) -> int | None:
-        """The Patroni process: the guard's child that is not a re-parented postmaster."""
+        """The Patroni process: the guard's child run with this member's config file.
+
+        Matched by command line, since the guard's other children are re-parented
+        Postgres processes.
+        """
         if not self.running:
             return None
         assert self.guard is not None
-        postmaster = self.postmaster_pid()
         for pid in children_of(self.guard.pid):
-            if pid != postmaster:
+            try:
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if str(self.config_path).encode() in argv:
                 return pid
         return None
 
