@@ -17,11 +17,13 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from tests.processes import alive, cluster_pids
 from tests.services import TEMPLATE_DATABASE, service_data_root
 from wheel import eventloop
 from wheel.coordinator.etcd import Etcd
 from wheel.eventloop import loop_factory
 from wheel.local import LocalServices
+from wheel.local.patroni import PatroniCluster
 from wheel.store import Store, migrate
 
 
@@ -95,3 +97,24 @@ async def etcd_client(local_services: LocalServices) -> AsyncIterator[Etcd]:
         yield client
     finally:
         await client.close()
+
+
+@pytest.fixture
+def patroni_cluster(local_services: LocalServices) -> Iterator[PatroniCluster]:
+    """Two members, a leader and a streaming synchronous standby; stopped with every process.
+
+    Its keys live under a namespace of this test's own in the run's etcd; `stop()` deletes them.
+    """
+    root = service_data_root()
+    cluster = PatroniCluster.start(
+        root, etcd_port=local_services.etcd.port, namespace=f"/wheel-test/{uuid.uuid4().hex}/"
+    )
+    try:
+        cluster.wait_for_sync_standby()
+        yield cluster
+    finally:
+        watched = cluster_pids(cluster)
+        stopped = cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    assert stopped, "every member stops within its grace period and the etcd keys are deleted"
+    assert not [pid for pid in watched if alive(pid)], "a process of the cluster outlived stop()"

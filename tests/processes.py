@@ -5,6 +5,10 @@ from __future__ import annotations
 import os
 import select
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from wheel.local.patroni import PatroniCluster
 
 
 def alive(pid: int) -> bool:
@@ -43,3 +47,15 @@ def wait_for_exit(pid: int, timeout_s: float) -> bool:
         return bool(readable) or not alive(pid)
     finally:
         os.close(fd)
+
+
+def cluster_pids(cluster: PatroniCluster) -> list[int]:
+    """Every process of the cluster now: guards, Patronis, postmasters and their backends."""
+    pids = []
+    for member in cluster.members:
+        if member.guard is None or not member.running:
+            continue
+        pids.append(member.guard.pid)
+        for child in children(member.guard.pid):
+            pids += [child, *children(child)]
+    return pids

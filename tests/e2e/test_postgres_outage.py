@@ -32,7 +32,13 @@ import psycopg
 import pytest
 
 from tests.e2e.cluster import Cluster
-from tests.e2e.runs import jobs, statuses
+from tests.e2e.runs import (
+    assert_no_stale_result_accepted,
+    dispatch_delays,
+    jobs,
+    running_on,
+    statuses,
+)
 from tests.services import CrashablePostgres, delete_cluster_keys
 from wheel.local import LocalServices
 from wheel.model.ids import TenantId
@@ -78,46 +84,6 @@ async def made(
         return [job.id for job in await jobs(store, tenant, task, instants, **options)]
     finally:
         await store.close()
-
-
-def running_on(cluster: Cluster, job_ids: Sequence[uuid.UUID]) -> set[str]:
-    rows = cluster.query(
-        "SELECT executor_id FROM executions WHERE job_id = ANY(%s) AND status = 'running'",
-        list(job_ids),
-    )
-    return {str(r[0]) for r in rows}
-
-
-def dispatch_delays(
-    cluster: Cluster, job_ids: Sequence[uuid.UUID], back_at: datetime
-) -> list[float]:
-    """Seconds from max(Postgres back, the run's instant) to its first dispatch after that."""
-    rows = cluster.query(
-        "SELECT e.scheduled_for, min(a.started_at) FROM executions e"
-        " JOIN attempts a USING (job_id, scheduled_for)"
-        " WHERE e.job_id = ANY(%s) AND a.started_at IS NOT NULL GROUP BY e.job_id, 1",
-        list(job_ids),
-    )
-    assert len(rows) == len(job_ids), f"{len(rows)} of {len(job_ids)} runs started"
-    return sorted((started - max(back_at, due)).total_seconds() for due, started in rows)
-
-
-def assert_no_stale_result_accepted(cluster: Cluster, job_ids: Sequence[uuid.UUID]) -> None:
-    """Per run: fences grow with attempts, only the last attempt may succeed, and the run's
-    fence is its last attempt's (a stale result would succeed under an older fence)."""
-    rows = cluster.query(
-        "SELECT e.job_id, e.fence, array_agg(a.fence ORDER BY a.number),"
-        " array_agg(a.outcome::text ORDER BY a.number)"
-        " FROM executions e JOIN attempts a USING (job_id, scheduled_for)"
-        " WHERE e.job_id = ANY(%s) GROUP BY e.job_id, e.fence",
-        list(job_ids),
-    )
-    assert len(rows) == len(job_ids)
-    for job_id, fence, fences, outcomes in rows:
-        assert fences == sorted(set(fences)), f"{job_id}: fences {fences}"
-        assert fences[-1] == fence, f"{job_id}: run fence {fence}, attempts {fences}"
-        assert "succeeded" not in outcomes[:-1], f"{job_id}: {outcomes}"
-        assert outcomes[-1] == "succeeded", f"{job_id}: {outcomes}"
 
 
 async def outage(

@@ -23,7 +23,7 @@ HOLDER = textwrap.dedent(
     """
     import json, sys, threading
     from pathlib import Path
-    from tests.integration.failover.conftest import cluster_pids
+    from tests.processes import cluster_pids
     from wheel.local.patroni import PatroniCluster
 
     cluster = PatroniCluster.start(
