@@ -14,9 +14,11 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from tests.integration.store.lost_answers import LossyProxy
 from wheel.cli.main import cli
-from wheel.errors import MigrationError, NameTaken
+from wheel.errors import MigrationError, NameTaken, WheelError
 from wheel.local import LocalServices
 from wheel.model.ids import PartitionId, new_job_id
 from wheel.model.jobs import JobSpec, Schedule, ScheduleKind
@@ -75,6 +77,24 @@ async def test_concurrent_starts_apply_each_migration_once(empty_database: str) 
     results = await asyncio.gather(*(migrate(empty_database) for _ in range(4)))
     applied = sorted(m.number for result in results for m in result)
     assert applied == [m.number for m in available()]
+    with psycopg.connect(empty_database) as conn:
+        rows = conn.execute("SELECT number FROM wheel_migrations ORDER BY number").fetchall()
+    assert [r[0] for r in rows] == [m.number for m in available()]
+
+
+async def test_a_migration_whose_commit_answer_was_lost_is_not_applied_twice(
+    empty_database: str,
+) -> None:
+    """A failover can take the answer to a migration's commit: the next run carries on."""
+    direct = conninfo_to_dict(empty_database)
+    async with LossyProxy.running(str(direct["host"]), int(direct["port"])) as proxy:
+        through = make_conninfo(empty_database, host="127.0.0.1", port=str(proxy.port))
+        proxy.lose_answer(b"INSERT INTO wheel_migrations")
+        with pytest.raises(WheelError):
+            await migrate(through)
+        assert proxy.lost.is_set(), "the first migration committed, unheard"
+        rest = await migrate(through)
+    assert [m.number for m in rest] == [m.number for m in available()[1:]]
     with psycopg.connect(empty_database) as conn:
         rows = conn.execute("SELECT number FROM wheel_migrations ORDER BY number").fetchall()
     assert [r[0] for r in rows] == [m.number for m in available()]
