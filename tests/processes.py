@@ -7,6 +7,8 @@ import select
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from wheel.local.subreaper import children_of
+
 if TYPE_CHECKING:
     from wheel.local.patroni import PatroniCluster
 
@@ -21,19 +23,8 @@ def alive(pid: int) -> bool:
 
 
 def children(pid: int) -> list[int]:
-    """Direct children of `pid`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = (entry / "status").read_text()
-        except OSError:
-            continue
-        for line in status.splitlines():
-            if line.startswith("PPid:") and int(line.split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
+    """Direct children of `pid` (what a guard process adopts counts)."""
+    return children_of(pid)
 
 
 def wait_for_exit(pid: int, timeout_s: float) -> bool:
