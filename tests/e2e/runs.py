@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import psycopg
 import pytest
 
 from tests.e2e.cluster import FAST, Cluster
@@ -117,3 +118,25 @@ def assert_no_stale_result_accepted(cluster: Cluster, job_ids: Sequence[uuid.UUI
         assert fences[-1] == fence, f"{job_id}: run fence {fence}, attempts {fences}"
         assert "succeeded" not in outcomes[:-1], f"{job_id}: {outcomes}"
         assert outcomes[-1] == "succeeded", f"{job_id}: {outcomes}"
+
+
+async def made(
+    dsn: str, tenant: TenantId, task: str, instants: Sequence[datetime], **options: Any
+) -> list[uuid.UUID]:
+    """Register one-off jobs through a store of their own: one that outlives a broken
+    Postgres connection (an outage, a failover) without carrying it."""
+    store = await Store.open(dsn, min_size=1, max_size=1, timeout_s=5)
+    try:
+        return [job.id for job in await jobs(store, tenant, task, instants, **options)]
+    finally:
+        await store.close()
+
+
+def tenant_of(dsn: str, name: str) -> TenantId:
+    """A tenant made with plain SQL (no store held open across a fault)."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "INSERT INTO tenants (id, name) VALUES (%s, %s) RETURNING id", (uuid.uuid4(), name)
+        ).fetchone()
+    assert row is not None
+    return TenantId(row[0])

@@ -31,16 +31,17 @@ from tests.e2e.cluster import Cluster
 from tests.e2e.runs import (
     assert_no_stale_result_accepted,
     dispatch_delays,
-    jobs,
+    made,
     running_on,
     statuses,
+    tenant_of,
 )
 from tests.services import delete_cluster_keys
 from wheel.errors import WheelError
 from wheel.local import LocalServices
 from wheel.local.patroni import PatroniCluster
 from wheel.model.ids import TenantId
-from wheel.store import Store, migrate
+from wheel.store import migrate
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -72,24 +73,6 @@ async def on_patroni(
         await delete_cluster_keys(local_services, name)
 
 
-def _tenant(dsn: str) -> TenantId:
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        row = conn.execute(
-            "INSERT INTO tenants (id, name) VALUES (%s, 'ha') RETURNING id", (uuid.uuid4(),)
-        ).fetchone()
-    assert row is not None
-    return TenantId(row[0])
-
-
-async def _create(dsn: str, tenant: TenantId, task: str, instants: list[datetime],
-                  **options: object) -> list[uuid.UUID]:  # fmt: skip
-    store = await Store.open(dsn, min_size=1, max_size=1, timeout_s=5)
-    try:
-        return [job.id for job in await jobs(store, tenant, task, instants, **options)]
-    finally:
-        await store.close()
-
-
 async def _keep_creating(
     dsn: str, tenant: TenantId, patroni: PatroniCluster, was: object, until: float
 ) -> tuple[list[uuid.UUID], datetime]:
@@ -102,10 +85,10 @@ async def _keep_creating(
     while time.monotonic() < until and after < AFTER:
         try:
             soon = datetime.now(UTC) + timedelta(seconds=1)
-            made = await _create(dsn, tenant, "noop", [soon])
+            ids = await made(dsn, tenant, "noop", [soon])
         except (WheelError, psycopg.Error, OSError):
             continue  # a client's retry: the next try opens a new connection
-        acknowledged += made
+        acknowledged += ids
         if first is not None or patroni.primary() not in (None, was):
             first = first or datetime.now(UTC)
             after += 1
@@ -120,14 +103,14 @@ async def _through_a_change_of_primary(
     cluster.start_node("node-1")
     cluster.start_executor("executor-0")
     await cluster.ready()
-    tenant = _tenant(dsn)
+    tenant = tenant_of(dsn, "ha")
     start = (datetime.now(UTC) + timedelta(seconds=1)).replace(microsecond=0)
     retry = timedelta(seconds=0.1)
-    held = await _create(dsn, tenant, "hang_first", [start] * 4,
+    held = await made(dsn, tenant, "hang_first", [start] * 4,
                          payload=b"%.1f" % HELD_S, backoff_base=retry)  # fmt: skip
     await cluster.wait_until(lambda: bool(running_on(cluster, held)), 30)
     changed_at = datetime.now(UTC)
-    during = await _create(dsn, tenant, "noop", [
+    during = await made(dsn, tenant, "noop", [
         changed_at + timedelta(seconds=2 + 25 * n / 20) for n in range(20)
     ])  # fmt: skip
     primary = patroni.primary()

@@ -24,25 +24,24 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-import psycopg
 import pytest
 
 from tests.e2e.cluster import Cluster
 from tests.e2e.runs import (
     assert_no_stale_result_accepted,
     dispatch_delays,
-    jobs,
+    made,
     running_on,
     statuses,
+    tenant_of,
 )
 from tests.services import CrashablePostgres, delete_cluster_keys
 from wheel.local import LocalServices
 from wheel.model.ids import TenantId
-from wheel.store import Store, migrate
+from wheel.store import migrate
 
 OUTAGE_S = 8.0
 """Longer than the lease (FAST["lease-s"]: 3 s), and past psycopg_pool's third reconnect
@@ -71,21 +70,6 @@ async def outage_cluster(
         await delete_cluster_keys(local_services, name)
 
 
-async def made(
-    postgres: CrashablePostgres,
-    tenant: TenantId,
-    task: str,
-    instants: Sequence[datetime],
-    **options: Any,
-) -> list[uuid.UUID]:
-    """Register one-off jobs through a store of their own (the last one broke with Postgres)."""
-    store = await Store.open(postgres.dsn, min_size=1, max_size=2)
-    try:
-        return [job.id for job in await jobs(store, tenant, task, instants, **options)]
-    finally:
-        await store.close()
-
-
 async def outage(
     cluster: Cluster, postgres: CrashablePostgres, tenant: TenantId, *, holders: int, spread: int
 ) -> tuple[list[uuid.UUID], list[uuid.UUID], list[float]]:
@@ -96,20 +80,20 @@ async def outage(
     # Half end during the outage (their results wait for Postgres), half outlive it.
     instants = [start] * (holders * executors)
     retry = timedelta(seconds=0.1)
-    short = await made(postgres, tenant, "hang_first", instants,
+    short = await made(postgres.dsn, tenant, "hang_first", instants,
                        payload=b"%.1f" % (OUTAGE_S / 2), backoff_base=retry)  # fmt: skip
-    long = await made(postgres, tenant, "hang_first", instants,
+    long = await made(postgres.dsn, tenant, "hang_first", instants,
                       payload=b"%.1f" % HELD_S, backoff_base=retry)  # fmt: skip
     await cluster.wait_until(lambda: len(running_on(cluster, short + long)) == executors, 30)
     crashed_at = datetime.now(UTC)
     # Due while Postgres is away: loaded into the wheel, fired, waiting to be claimed.
-    during = await made(postgres, tenant, "noop", [
+    during = await made(postgres.dsn, tenant, "noop", [
         crashed_at + timedelta(seconds=2 + OUTAGE_S * n / spread) for n in range(spread)
     ])  # fmt: skip
     await postgres.crash()
     await asyncio.sleep(OUTAGE_S - (datetime.now(UTC) - crashed_at).total_seconds())  # the outage
     back_at = await postgres.restart()
-    after = await made(postgres, tenant, "noop", [datetime.now(UTC)] * spread)
+    after = await made(postgres.dsn, tenant, "noop", [datetime.now(UTC)] * spread)
     settled = [*during, *after]
 
     def done() -> bool:
@@ -132,15 +116,6 @@ async def settle_all(cluster: Cluster, job_ids: list[uuid.UUID]) -> None:
         pytest.fail(f"{statuses(cluster, job_ids)}\n{cluster.dump_logs()}")
 
 
-def tenant_of(postgres: CrashablePostgres) -> TenantId:
-    with psycopg.connect(postgres.dsn, autocommit=True) as conn:
-        row = conn.execute(
-            "INSERT INTO tenants (id, name) VALUES (%s, 'outage') RETURNING id", (uuid.uuid4(),)
-        ).fetchone()
-    assert row is not None
-    return TenantId(row[0])
-
-
 @pytest.mark.parametrize(
     ("executors", "outages", "holders", "spread"),
     [(1, 3, 3, 10), (2, 2, 2, 20)],
@@ -159,7 +134,7 @@ async def test_dispatch_resumes_after_each_outage_longer_than_the_lease(
     for name in sorted(names):
         cluster.start_executor(name)
     await cluster.ready()
-    tenant = tenant_of(postgres)
+    tenant = tenant_of(postgres.dsn, "outage")
     every: list[uuid.UUID] = []
     for number in range(outages):
         made_now, resumed, delays = await outage(
