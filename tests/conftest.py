@@ -93,6 +93,18 @@ def database_dsn(local_services: LocalServices) -> Iterator[str]:
 
 
 @pytest.fixture
+def empty_database(local_services: LocalServices) -> Iterator[str]:
+    """A DSN of an empty database of this test's own: no schema, as before `wheel migrate`."""
+    name = f"empty_{uuid.uuid4().hex}"
+    admin = local_services.postgres.dsn()
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    yield local_services.postgres.dsn(name)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
 async def store(database_dsn: str) -> AsyncIterator[Store]:
     """A store over this test's own (migrated) database."""
     opened = await Store.open(database_dsn, min_size=1, max_size=8)

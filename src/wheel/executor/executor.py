@@ -20,6 +20,9 @@ import logging
 import signal
 from types import TracebackType
 
+from prometheus_client import CollectorRegistry
+
+from wheel import metrics_http
 from wheel.coordinator.cluster_view import ClusterView
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
@@ -37,10 +40,14 @@ from wheel.executor.registration import Registration
 from wheel.executor.routing import Router
 from wheel.executor.tasks import TaskRegistry, default_registry, load_modules
 from wheel.executor.threads import HandlerThreads
+from wheel.metrics_http import HttpEndpoint
+from wheel.probes import Probes
 from wheel.timingwheel import GcGovernor, GcPolicy
 from wheel.tls import channel_credentials
 
 log = logging.getLogger(__name__)
+
+_PROBE_TICK_S = 0.5
 
 
 class Executor:
@@ -69,6 +76,11 @@ class Executor:
         self.reach: Reach | None = None
         self.metrics: ExecutorMetrics | None = None
         self.metrics_port = 0
+        self.probes = Probes()
+        """What /livez and /readyz answer, from before the executor connects anywhere."""
+        self._registry: CollectorRegistry | None = None
+        self._http: HttpEndpoint | None = None
+        self._beat: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> Executor:
         await self.start()
@@ -83,6 +95,41 @@ class Executor:
         await self.stop()
 
     async def start(self) -> None:
+        """Serve the probes at once (alive, not ready), then find the nodes and connect."""
+        config = self.config
+        if config.metrics_listen:
+            self._registry = CollectorRegistry(auto_describe=True)
+            self._http = metrics_http.serve(self._registry, config.metrics_listen, self.probes)
+            self.metrics_port = self._http.port
+            self._beat = asyncio.create_task(self._watch_readiness(), name="executor probes")
+        try:
+            await self._start()
+        except BaseException:
+            self._close_http()
+            raise
+
+    def _close_http(self) -> None:
+        if self._beat is not None:
+            self._beat.cancel()
+            self._beat = None
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+
+    async def _watch_readiness(self) -> None:
+        """Alive while this loop turns; ready while a stream to some node is open."""
+        while True:
+            self.probes.beat()
+            links = self.discovery.links if self.discovery is not None else {}
+            if any(link.stream is not None for link in links.values()):
+                self.probes.ready()
+            elif self._stopping is not None:
+                self.probes.not_ready("stopping: draining its runs")
+            else:
+                self.probes.not_ready(f"no stream open to a node ({len(links)} known)")
+            await asyncio.sleep(_PROBE_TICK_S)
+
+    async def _start(self) -> None:
         config = self.config
         context = {"executor": config.executor_id, "cluster": config.cluster}
         for task in self.registry:
@@ -123,9 +170,10 @@ class Executor:
             task_types=self.identity.task_types,
             capacity=config.capacity,
         )
-        if config.metrics_listen:
-            self.metrics = ExecutorMetrics(self.executions, self.outbox, self.router)
-            self.metrics_port = self.metrics.serve(config.metrics_listen)
+        if self._registry is not None:
+            self.metrics = ExecutorMetrics(
+                self.executions, self.outbox, self.router, registry=self._registry
+            )
         if self._etcd is not None:  # listed in etcd; through nodes, the nodes' links list it
             self.registration = Registration(
                 self._etcd, self.layout, info, ttl_s=config.session_ttl_s
@@ -182,6 +230,7 @@ class Executor:
         await self._close_etcd()
         self._threads.shutdown()
         self._governor.stop()
+        self._close_http()
         log.info("executor.stopped", extra=context)
 
     async def _close_etcd(self) -> None:

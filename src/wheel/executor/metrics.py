@@ -16,23 +16,26 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from wheel import metrics_http
 from wheel.executor.executions import Executions
 from wheel.executor.outbox import Outbox
 from wheel.executor.routing import Router
 
 
 class ExecutorMetrics(Collector):
-    def __init__(self, executions: Executions, outbox: Outbox, router: Router) -> None:
+    def __init__(
+        self,
+        executions: Executions,
+        outbox: Outbox,
+        router: Router,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        """Report into `registry` (one of its own when None): the executor serves its
+        registry before these parts exist."""
         self._executions = executions
         self._outbox = outbox
         self._router = router
-        self.registry = CollectorRegistry(auto_describe=True)
+        self.registry = CollectorRegistry(auto_describe=True) if registry is None else registry
         self.registry.register(self)
-
-    def serve(self, listen: str) -> int:
-        """Serve /metrics on `host:port` (port 0 picks one); returns the port."""
-        return metrics_http.serve(self.registry, listen)[1]
 
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
         finished = CounterMetricFamily(

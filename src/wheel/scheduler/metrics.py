@@ -40,7 +40,6 @@ from prometheus_client import Counter as CounterMetric
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from wheel import metrics_http
 from wheel.model.executions import ExecutionStatus, Outcome
 from wheel.scheduler.observer import EngineSnapshot
 
@@ -140,10 +139,6 @@ class NodeMetrics:
     ) -> None:
         """Read the engine's state at every scrape."""
         self.registry.register(_EngineCollector(snapshot, upcoming, self))
-
-    def serve(self, listen: str) -> tuple[str, int]:
-        """Serve /metrics on `host:port` (port 0 picks one); returns the bound address."""
-        return metrics_http.serve(self.registry, listen)
 
 
 class _EngineCollector(Collector):

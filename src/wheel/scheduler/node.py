@@ -24,13 +24,16 @@ from datetime import timedelta
 
 from grpc_health.v1 import health_pb2
 
+from wheel import metrics_http
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
 from wheel.coordinator.membership import Membership
 from wheel.coordinator.ownership import partition_count
 from wheel.coordinator.session import Session
+from wheel.metrics_http import HttpEndpoint
 from wheel.model.ids import PartitionId
 from wheel.notify.sender import Sender
+from wheel.probes import Probes
 from wheel.scheduler.clock import measure
 from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.durability import DurabilityWatch
@@ -56,6 +59,7 @@ _STATS_INTERVAL_S = 10.0
 _BREAKERS_INTERVAL_S = 1.0
 _HEALTH_INTERVAL_S = 0.5
 _PROBE_TICK_S = 0.5
+_STOPPING = "stopping: handing its partitions over"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +103,12 @@ class SchedulerNode:
         self._health_status: int | None = None
         self.not_serving_reason: str | None = "starting"
         """Why readiness fails now (None while the node serves)."""
+        self.probes = Probes()
+        """What /livez and /readyz answer, from before the node waits for anything."""
+        self._early_metrics: NodeMetrics | None = None
+        self._http: HttpEndpoint | None = None
+        self._beat: asyncio.Task[None] | None = None
+        self._stopping = False
         self._layout = Layout(config.cluster)
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -128,8 +138,39 @@ class SchedulerNode:
         return self._parts.metrics
 
     async def start(self) -> None:
+        """Serve the probes at once (alive, not ready, saying why), then wait for the schema,
+        etcd and Postgres, build every part, and start the loops."""
+        self._open_http()
+        try:
+            await self._start()
+        except BaseException:
+            self._close_http()
+            raise
+
+    def _open_http(self) -> None:
+        listen = self.config.metrics_listen
+        if not listen:
+            return
+        self._early_metrics = NodeMetrics()
+        self._http = metrics_http.serve(self._early_metrics.registry, listen, self.probes)
+        self.metrics_address = self._http.address
+        self._beat = asyncio.create_task(self.probes.beat_while_running(), name="probes beat")
+
+    def _close_http(self) -> None:
+        if self._beat is not None:
+            self._beat.cancel()
+            self._beat = None
+        if self._http is not None:
+            self._http.close()
+            self._http = None
+
+    async def _start(self) -> None:
         config = self.config
-        await wait_until_migrated(config.postgres_dsn)  # beside the migration Job: wait
+        probes = self.probes
+        probes.not_ready("waiting for the database schema")
+        # beside the migration Job: wait
+        await wait_until_migrated(config.postgres_dsn, waiting=probes.not_ready)
+        probes.not_ready("connecting to Postgres and etcd")
         async with contextlib.AsyncExitStack() as resources:
             store = await Store.open(config.postgres_dsn, min_size=2, max_size=config.pool_size)
             resources.push_async_callback(store.close)
@@ -144,7 +185,8 @@ class SchedulerNode:
             etcd = await Etcd.connect(config.etcd())
             resources.push_async_callback(etcd.close)
             partitions = await partition_count(etcd, self._layout, config.partitions)
-            metrics = NodeMetrics() if config.metrics_listen else None
+            metrics = self._early_metrics
+            probes.not_ready("checking that Postgres commits on a synchronous standby")
             durability = DurabilityWatch(
                 store.durability, node_id=config.node_id,
                 report=None if metrics is None else metrics.synchronous_standby,
@@ -163,8 +205,6 @@ class SchedulerNode:
             self.dashboard_address = served.dashboard_address
             if metrics is not None:
                 metrics.watch(engine.snapshot, engine.upcoming)
-                host, port = metrics.serve(config.metrics_listen)
-                self.metrics_address = f"{host}:{port}"
             running = self._running = _Running(
                 store=store,
                 api_store=api_store,
@@ -215,6 +255,8 @@ class SchedulerNode:
     async def stop(self) -> None:
         """Hand every partition over, record what has arrived, close."""
         log.info("node.stopping", extra={"node": self.node_id})
+        self._stopping = True
+        await self._refresh_health()  # NOT_SERVING, on gRPC and /readyz, while it hands over
         for task in self._tasks:
             if task.get_name() == "membership":
                 task.cancel()
@@ -231,6 +273,7 @@ class SchedulerNode:
             await running.engine.stop()
             running.engine.links.close_all()
             await running.resources.aclose()
+        self._close_http()
         log.info("node.stopped", extra={"node": self.node_id})
 
     async def run(self, stop: Awaitable[object]) -> None:
@@ -247,6 +290,8 @@ class SchedulerNode:
 
     def why_not_serving(self) -> str | None:
         """What keeps the node from serving now, or None while it serves."""
+        if self._stopping:
+            return _STOPPING
         membership = self.membership
         ownership = membership.ownership if membership is not None else None
         if not self.clock_fit.is_set():
@@ -277,6 +322,10 @@ class SchedulerNode:
                 log.error("node.not_serving", extra={"node": self.node_id, "reason": reason})
             else:
                 log.info("node.not_serving", extra={"node": self.node_id, "reason": reason})
+        if reason is None:
+            self.probes.ready()
+        else:
+            self.probes.not_ready(reason)
         status = (
             health_pb2.HealthCheckResponse.SERVING
             if reason is None

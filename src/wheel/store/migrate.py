@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 
@@ -114,8 +115,11 @@ async def pending(dsn: str) -> list[Migration]:
     return [m for m in available() if m.number not in done]
 
 
-async def wait_until_migrated(dsn: str, *, poll_s: float = 2.0) -> None:
-    """Return once every migration this wheel knows is applied; meanwhile say what is missing.
+async def wait_until_migrated(
+    dsn: str, *, poll_s: float = 2.0, waiting: Callable[[str], None] | None = None
+) -> None:
+    """Return once every migration this wheel knows is applied; meanwhile say what is missing
+    (logged once per change, and to `waiting` on every check).
 
     A node started beside the migration Job (or before `wheel migrate`) waits for it
     here instead of failing and being restarted; so it does while Postgres is away.
@@ -132,6 +136,8 @@ async def wait_until_migrated(dsn: str, *, poll_s: float = 2.0) -> None:
             why = "run `wheel migrate` (or the migration Job): missing " + ", ".join(
                 f"{m.number:04d}_{m.name}" for m in missing
             )
+        if waiting is not None:
+            waiting(why)
         if why != said:
             log.warning("store.waiting_for_migration", extra={"reason": why})
             said = why

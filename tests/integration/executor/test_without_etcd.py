@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import grpc
 import pytest
 
 from tests.integration.nodes import NodeFactory
 from tests.integration.scheduler.helpers import at, create_job, status, tenant
+from tests.probes import probe, probe_until
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel._proto.wheel.v1 import executor_pb2_grpc as pb_grpc
 from wheel.executor.config import ExecutorConfig
@@ -51,15 +53,15 @@ async def nodes(start_node: NodeFactory) -> list[SchedulerNode]:
     return started
 
 
-@pytest.fixture
-async def executor(store: Store, nodes: list[SchedulerNode]) -> AsyncIterator[Executor]:
+async def without_etcd(store: Store, nodes: list[SchedulerNode], **overrides: Any) -> Executor:
+    """An executor told of the first node only, with a task named "work"."""
     registry = TaskRegistry()
 
     @registry.task("work")
     async def work(context: TaskContext) -> None:
         pass
 
-    running = Executor(
+    return Executor(
         ExecutorConfig(
             executor_id=f"no-etcd-{uuid.uuid4().hex[:6]}",
             nodes=(nodes[0].address,),  # one seed: the feed names the other node
@@ -67,9 +69,15 @@ async def executor(store: Store, nodes: list[SchedulerNode]) -> AsyncIterator[Ex
             pools={"default": 8},
             token=(await store.tenants.create_executor_token("no-etcd"))[1],
             reconnect_max_s=0.5,
+            **overrides,
         ),
         registry,
     )
+
+
+@pytest.fixture
+async def executor(store: Store, nodes: list[SchedulerNode]) -> AsyncIterator[Executor]:
+    running = await without_etcd(store, nodes)
     await running.start()
     try:
         yield running
@@ -148,3 +156,21 @@ async def test_the_map_is_only_for_executor_tokens(
         grpc.StatusCode.UNAUTHENTICATED if who == "nobody" else grpc.StatusCode.PERMISSION_DENIED
     )
     assert refused.value.code() is expected
+
+
+async def test_an_executor_is_ready_while_a_stream_to_a_node_is_open(
+    store: Store, nodes: list[SchedulerNode]
+) -> None:
+    running = await without_etcd(store, nodes, metrics_listen="127.0.0.1:0")
+    await running.start()
+    try:
+        address = f"127.0.0.1:{running.metrics_port}"
+        ready = (200, "ok\n")
+        await probe_until(address, "/readyz", lambda *answer: answer == ready)
+        for node in nodes:
+            await node.stop()
+        _, why = await probe_until(address, "/readyz", lambda code, _: code == 503)
+        assert why.startswith("no stream open to a node"), why
+        assert await asyncio.to_thread(probe, address, "/livez") == ready
+    finally:
+        await running.stop()

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from tests.integration.nodes import NodeFactory
+from tests.integration.nodes import NodeFactory, fast_config
 from tests.integration.scheduler.helpers import at, create_job, scrape, status, tenant
 from tests.integration.scheduler.scripted_executor import connected
+from tests.probes import probe, probe_until
 from wheel._proto.wheel.v1 import executor_pb2 as pb
 from wheel.errors import StoreUnavailable
+from wheel.local import LocalServices
 from wheel.model.executions import ExecutionStatus
+from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.node import SchedulerNode
-from wheel.store import Store
+from wheel.store import Store, migrate
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -67,10 +71,11 @@ async def test_not_serving_while_it_cannot_take_the_partitions_it_should_own(
 ) -> None:
     """A node whose reconciliation keeps failing must not look healthy: nobody else
     takes the partitions rendezvous hashing gives it."""
-    node = await start_node("node-a")
+    node = await start_node("node-a", metrics_listen="127.0.0.1:0")
     other = await start_node("node-b")
     await node.ready.wait()
     await other.ready.wait()
+    ready = (200, "ok\n")
 
     async def refuse(*args: object, **kwargs: object) -> object:
         raise StoreUnavailable("Postgres is away (test)")
@@ -79,10 +84,16 @@ async def test_not_serving_while_it_cannot_take_the_partitions_it_should_own(
     async with grpc.aio.insecure_channel(node.address) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         await _status_becomes(stub, SERVING, node, "with both nodes up")
+        await probe_until(node.metrics_address, "/readyz", lambda *answer: answer == ready)
         await other.stop()  # node-a should now take node-b's partitions, and cannot
         await _status_becomes(stub, NOT_SERVING, node, "unable to take node-b's share")
+        _, why = await probe_until(node.metrics_address, "/readyz", lambda code, _: code == 503)
+        assert why == f"{node.not_serving_reason}\n"
+        assert "partition ownership cannot be reconciled" in why
+        assert await asyncio.to_thread(probe, node.metrics_address, "/livez") == ready
         monkeypatch.undo()
         await _status_becomes(stub, SERVING, node, "once it can")
+        await probe_until(node.metrics_address, "/readyz", lambda *answer: answer == ready)
     assert node.engine is not None
     assert len(node.engine.owned) == node.config.partitions
 
@@ -133,3 +144,40 @@ async def test_not_serving_while_ready_runs_wait_on_an_executor_that_does_not_an
     for job in piled:
         assert job.spec.schedule.at is not None
         assert await status(store, job, job.spec.schedule.at) is ExecutionStatus.SUCCEEDED
+
+
+async def test_probes_answer_before_the_node_waits_and_mirror_its_health(
+    local_services: LocalServices, empty_database: str, cluster: str
+) -> None:
+    """A node on a database still waiting for its migration is alive and not ready, and
+    says why; once migrated it becomes ready exactly when its gRPC health says SERVING; a
+    stopping node is not ready; a stopped one closes the port."""
+    config = SchedulerConfig(
+        node_id="node-a", postgres_dsn=empty_database,
+        etcd_endpoint=f"127.0.0.1:{local_services.etcd.port}", cluster=cluster,
+        **fast_config(metrics_listen="127.0.0.1:0"),
+    )  # fmt: skip
+    node = SchedulerNode(config)
+    starting = asyncio.create_task(node.start())
+    try:
+        await asyncio.sleep(0)  # the port is bound before the first wait
+        address = node.metrics_address
+        assert await asyncio.to_thread(probe, address, "/livez") == (200, "ok\n")
+        _, why = await probe_until(address, "/readyz", lambda code, body: "missing" in body)
+        assert why.startswith("run `wheel migrate` (or the migration Job): missing 0001_"), why
+        assert not starting.done()
+        await migrate(empty_database)
+        await starting
+        async with grpc.aio.insecure_channel(node.address) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            await _status_becomes(stub, SERVING, node, "migrated")
+            await probe_until(address, "/readyz", lambda code, body: (code, body) == (200, "ok\n"))
+    finally:
+        if not starting.done():
+            starting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await starting
+        await node.stop()
+    assert node.probes.readiness() == "stopping: handing its partitions over"
+    code, _ = await asyncio.to_thread(probe, address, "/readyz")
+    assert code == 0, "a stopped node's port is closed"

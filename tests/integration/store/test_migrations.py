@@ -6,14 +6,11 @@ import asyncio
 import logging
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from importlib import resources
 
 import psycopg
 import pytest
 from click.testing import CliRunner
-from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from tests.integration.store.lost_answers import LossyProxy
@@ -24,17 +21,6 @@ from wheel.model.ids import PartitionId, new_job_id
 from wheel.model.jobs import JobSpec, Schedule, ScheduleKind
 from wheel.store import Store, migrate
 from wheel.store.migrate import available, pending, wait_until_migrated
-
-
-@pytest.fixture
-def empty_database(local_services: LocalServices) -> Iterator[str]:
-    name = f"empty_{uuid.uuid4().hex}"
-    admin = local_services.postgres.dsn()
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    yield local_services.postgres.dsn(name)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def _schema_dump(services: LocalServices, dsn: str) -> str:
