@@ -11,9 +11,13 @@ CLIs accept, termination grace covering the hand-over and drain times.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import functools
+import ipaddress
 import re
 import shlex
+import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -27,6 +31,7 @@ from click.testing import CliRunner
 from wheel.cli.executor import executor
 from wheel.cli.scheduler import scheduler
 from wheel.executor.config import ExecutorConfig
+from wheel.probes import STALL_AFTER_S
 from wheel.scheduler.config import SchedulerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +42,12 @@ BASE = K8S / "base"
 KUBERNETES_VERSIONS = ("1.31", kubernetes_validate.latest_version())
 # Fields of kustomization.yaml used here; anything else must be added knowingly (and
 # would not be understood by this test, which does not render).
-KUSTOMIZATION_FIELDS = {"apiVersion", "kind", "namespace", "resources", "images"}
+KUSTOMIZATION_FIELDS = {
+    "apiVersion", "kind", "namespace", "resources", "images", "configMapGenerator",
+    "generatorOptions",
+}  # fmt: skip
+GENERATED = re.compile(r"-[a-z0-9]{10}$")
+"""The hash kustomize appends to a generated ConfigMap's name."""
 # `await self._server.stop(grace=1.0)` in SchedulerNode.stop (src/wheel/scheduler/node.py).
 SERVER_STOP_GRACE_S = 1.0
 # Slack for process start-up of the shutdown path, logging and the kubelet's own timing.
@@ -64,12 +74,29 @@ def _manifests() -> Iterator[tuple[Path, Manifest]]:
                 yield path, doc
 
 
+def _render(directory: Path) -> list[Manifest]:
+    """What `kubectl kustomize` makes of a kustomization: what `kubectl apply -k` applies."""
+    rendered = subprocess.run(
+        ["kubectl", "kustomize", str(directory)], capture_output=True, text=True, timeout=60
+    )
+    assert rendered.returncode == 0, rendered.stderr
+    return [doc for doc in yaml.safe_load_all(rendered.stdout) if doc]
+
+
+@functools.cache
+def _rendered_base() -> tuple[Manifest, ...]:
+    return tuple(_render(BASE))
+
+
 def _base() -> dict[tuple[str, str], Manifest]:
-    """The base kustomization's resources by (kind, name)."""
+    """The rendered base's objects by (kind, name); a generated ConfigMap also by the name
+    its generator gives, before kustomize appends the hash of its content."""
     base: dict[tuple[str, str], Manifest] = {}
-    for name in _documents(BASE / "kustomization.yaml")[0]["resources"]:
-        for doc in _documents(BASE / name):
-            base[(doc["kind"], doc["metadata"]["name"])] = doc
+    for doc in copy.deepcopy(_rendered_base()):
+        name = doc["metadata"]["name"]
+        base[(doc["kind"], name)] = doc
+        if doc["kind"] == "ConfigMap":
+            base[("ConfigMap", GENERATED.sub("", name))] = doc
     return base
 
 
@@ -157,6 +184,9 @@ def test_kustomization_references_resolve(path: Path) -> None:
 
     collect(path.parent, kustomization)
     assert seen
+    for generator in kustomization.get("configMapGenerator", []):
+        for env_file in generator["envs"]:
+            assert (path.parent / env_file).is_file(), f"{path}: {env_file} does not exist"
     for image in kustomization.get("images", []):
         assert image["name"] in images, f"{path}: image {image['name']} is used by no container"
 
@@ -167,11 +197,7 @@ def test_kustomization_references_resolve(path: Path) -> None:
 def test_the_kustomization_renders_with_kubectl(path: Path) -> None:
     """`kubectl kustomize` (kubectl is part of this machine kind's image: the env package
     list) renders it offline; what it renders validates, in one namespace, images named."""
-    rendered = subprocess.run(
-        ["kubectl", "kustomize", str(path.parent)], capture_output=True, text=True, timeout=60
-    )
-    assert rendered.returncode == 0, rendered.stderr
-    documents = [doc for doc in yaml.safe_load_all(rendered.stdout) if doc]
+    documents = _render(path.parent)
     kinds = {doc["kind"] for doc in documents}
     assert {"StatefulSet", "Deployment", "Job", "ConfigMap", "Service"} <= kinds
     for doc in documents:
@@ -200,7 +226,7 @@ def test_no_kustomization_includes_a_directory_that_contains_it(path: Path) -> N
 
 
 def test_examples_outside_kustomizations_are_deliberate() -> None:
-    """Secrets and the adapter rules are examples; every other file is applied."""
+    """Secrets, the Ingress and the adapter rules are examples; every other file is applied."""
     listed: set[Path] = set()
     for path in K8S.rglob("kustomization.yaml"):
         listed.add(path)
@@ -208,6 +234,7 @@ def test_examples_outside_kustomizations_are_deliberate() -> None:
             listed.add((path.parent / entry).resolve())
     unlisted = {p.relative_to(K8S).as_posix() for p in _yaml_files() if p.resolve() not in listed}
     assert unlisted == {
+        "base/ingress.example.yaml",
         "base/secrets.example.yaml",
         "overlays/autoscaling/prometheus-adapter-rules.example.yaml",
         "prerequisites/postgres-cluster.example.yaml",
@@ -260,8 +287,8 @@ def test_every_configmap_key_is_a_real_option() -> None:
 def test_the_etcd_tls_and_auth_settings_are_options_reading_the_mounted_secret() -> None:
     """The commented WHEEL_ETCD_* lines of the ConfigMap name real options, and their files
     lie in the StatefulSet's mount of the wheel-etcd Secret, whose keys they name."""
-    text = (BASE / "configmap.yaml").read_text()
-    commented = dict(re.findall(r"^  # (WHEEL_ETCD_[A-Z_]+): (\S+)$", text, re.MULTILINE))
+    text = (BASE / "scheduler.env").read_text()
+    commented = dict(re.findall(r"^# (WHEEL_ETCD_[A-Z_]+)=(\S+)$", text, re.MULTILINE))
     assert set(commented) == {
         "WHEEL_ETCD_CA_FILE", "WHEEL_ETCD_CERT_FILE", "WHEEL_ETCD_KEY_FILE", "WHEEL_ETCD_USER",
         "WHEEL_ETCD_PASSWORD_FILE",
@@ -350,37 +377,152 @@ def test_node_id_comes_from_the_pod_name_and_advertises_the_headless_name() -> N
     assert advertise.split(".")[1] == headless["metadata"]["name"]
 
 
+def _http_probes(container: Manifest, metrics_port: int) -> dict[str, Manifest]:
+    """The container's probes, each an HTTP GET of the plain metrics port: its path by kind."""
+    paths = {}
+    for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
+        probe = container[kind]
+        assert set(probe) & {"grpc", "tcpSocket", "exec"} == set(), kind
+        port = probe["httpGet"]["port"]
+        named = {p["name"]: p["containerPort"] for p in container["ports"]}
+        assert named.get(port, port) == metrics_port, kind
+        paths[kind] = probe
+    return paths
+
+
+def _assert_probes_fit_the_process(container: Manifest, metrics_port: int) -> None:
+    """Started and alive on /livez (the loop turns), ready on /readyz; the startup probe
+    waits long enough for a slow start, liveness is patient with a busy process."""
+    probes = _http_probes(container, metrics_port)
+    assert probes["startupProbe"]["httpGet"]["path"] == "/livez"
+    assert probes["livenessProbe"]["httpGet"]["path"] == "/livez"
+    assert probes["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    startup = probes["startupProbe"]
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 120
+    liveness = probes["livenessProbe"]
+    assert liveness["periodSeconds"] * liveness["failureThreshold"] >= 60
+    assert liveness["timeoutSeconds"] >= 5
+    # A stalled loop fails /livez only after STALL_AFTER_S: the probe must not fail sooner.
+    assert liveness["periodSeconds"] * liveness["failureThreshold"] > STALL_AFTER_S
+
+
 def test_probes_and_ports_are_the_ones_the_node_serves() -> None:
     base = _base()
     statefulset = base[("StatefulSet", "wheel-scheduler")]
     env = _env(statefulset, base)
     container = _container(statefulset)
     grpc_port, metrics_port = _port(env["WHEEL_LISTEN"]), _port(env["WHEEL_METRICS_LISTEN"])
+    http_port = _port(env["WHEEL_HTTP_LISTEN"])
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports == {"grpc": grpc_port, "metrics": metrics_port}
+    assert ports == {"grpc": grpc_port, "http": http_port, "metrics": metrics_port}
     assert _port(env["WHEEL_ADVERTISE"]) == grpc_port
-    # Readiness: the standard gRPC health service (service ""), SERVING once joined.
-    assert container["readinessProbe"]["grpc"] == {"port": grpc_port}
-    # Liveness: not the gRPC health (NOT_SERVING is not death), and patient.
-    liveness = container["livenessProbe"]
-    assert "grpc" not in liveness
-    probed = liveness.get("tcpSocket", liveness.get("httpGet"))["port"]
-    assert probed in (grpc_port, metrics_port)
-    assert liveness["periodSeconds"] * liveness["failureThreshold"] >= 60
+    _assert_probes_fit_the_process(container, metrics_port)
     for service in (base[("Service", "wheel-scheduler")], base[("Service", "wheel-api")]):
         by_name = {p["name"]: p for p in service["spec"]["ports"]}
         assert by_name["grpc"]["port"] == grpc_port
         assert by_name["metrics"]["port"] == metrics_port
         assert service["spec"]["selector"] == statefulset["spec"]["selector"]["matchLabels"]
+    api_ports = {p["name"]: p for p in base[("Service", "wheel-api")]["spec"]["ports"]}
+    assert api_ports["http"]["targetPort"] == "http"
 
 
-def test_executor_metrics_port_is_the_one_it_serves() -> None:
+def test_executor_probes_and_port_are_the_ones_it_serves() -> None:
     base = _base()
     deployment = base[("Deployment", "wheel-executor")]
     metrics_port = _port(_env(deployment, base)["WHEEL_METRICS_LISTEN"])
     container = _container(deployment)
     assert [p["containerPort"] for p in container["ports"]] == [metrics_port]
-    assert container["livenessProbe"]["httpGet"]["port"] == metrics_port
+    _assert_probes_fit_the_process(container, metrics_port)
+
+
+def test_the_ingress_example_reaches_the_nodes_http_port_over_tls() -> None:
+    (ingress,) = _documents(BASE / "ingress.example.yaml")
+    kubernetes_validate.validate(ingress, KUBERNETES_VERSIONS[-1], strict=True)
+    (tls,) = ingress["spec"]["tls"]
+    (rule,) = ingress["spec"]["rules"]
+    assert rule["host"] in tls["hosts"]
+    (path,) = rule["http"]["paths"]
+    backend = path["backend"]["service"]
+    service = _base()[("Service", backend["name"])]
+    assert backend["port"]["name"] in {p["name"] for p in service["spec"]["ports"]}
+    assert "publishNotReadyAddresses" not in service["spec"], "ready nodes only"
+
+
+def test_editing_the_configuration_rolls_the_pods_that_read_it(tmp_path: Path) -> None:
+    """The ConfigMaps are generated with a hash of their content in their name: an edit
+    changes the name each workload refers to, so `kubectl apply -k` rolls exactly them."""
+    copied = tmp_path / "base"
+    shutil.copytree(BASE, copied)
+    settings = copied / "scheduler.env"
+    edited = settings.read_text().replace("WHEEL_RETENTION_DAYS=30", "WHEEL_RETENTION_DAYS=31")
+    assert edited != settings.read_text()
+    settings.write_text(edited)
+
+    def referred(documents: list[Manifest]) -> dict[str, set[str]]:
+        return {
+            doc["metadata"]["name"]: {
+                source["configMapRef"]["name"] for source in _container(doc).get("envFrom", [])
+            }
+            for doc in documents
+            if doc["kind"] in ("StatefulSet", "Deployment")
+        }
+
+    before, after = referred(list(_rendered_base())), referred(_render(copied))
+    assert before["wheel-scheduler"] != after["wheel-scheduler"]
+    assert before["wheel-executor"] == after["wheel-executor"]
+
+
+def _egress(policy: Manifest) -> list[Manifest]:
+    return list(policy["spec"]["egress"])
+
+
+def _is_dns(rule: Manifest) -> bool:
+    return "to" not in rule and {(p["port"], p.get("protocol", "TCP")) for p in rule["ports"]} == {
+        (53, "UDP"), (53, "TCP"),
+    }  # fmt: skip
+
+
+def test_executors_reach_the_nodes_only() -> None:
+    base = _base()
+    policy = base[("NetworkPolicy", "wheel-executor")]
+    deployment = base[("Deployment", "wheel-executor")]
+    assert (
+        policy["spec"]["podSelector"]["matchLabels"]
+        == (deployment["spec"]["selector"]["matchLabels"])
+    )
+    assert set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+    nodes = base[("StatefulSet", "wheel-scheduler")]
+    grpc_port = _port(_env(nodes, base)["WHEEL_LISTEN"])
+    rules = [rule for rule in _egress(policy) if not _is_dns(rule)]
+    (to_nodes,) = rules
+    (peer,) = to_nodes["to"]
+    assert peer == {"podSelector": {"matchLabels": nodes["spec"]["selector"]["matchLabels"]}}
+    assert [p["port"] for p in to_nodes["ports"]] == [grpc_port]
+    (scrape,) = policy["spec"]["ingress"]
+    assert [p["port"] for p in scrape["ports"]] == ["metrics"]
+
+
+def test_nodes_reach_postgres_etcd_dns_and_public_addresses_only() -> None:
+    base = _base()
+    policy = base[("NetworkPolicy", "wheel-scheduler")]
+    nodes = base[("StatefulSet", "wheel-scheduler")]
+    assert (
+        policy["spec"]["podSelector"]["matchLabels"] == (nodes["spec"]["selector"]["matchLabels"])
+    )
+    rules = _egress(policy)
+    assert any(_is_dns(rule) for rule in rules)
+    ports_only = [rule for rule in rules if "to" not in rule and not _is_dns(rule)]
+    assert {p["port"] for rule in ports_only for p in rule["ports"]} == {5432, 2379}
+    (public,) = [rule for rule in rules if "to" in rule]
+    assert "ports" not in public  # webhooks and HTTP tasks name their own ports
+    blocks = {block["ipBlock"]["cidr"]: block["ipBlock"]["except"] for block in public["to"]}
+    assert set(blocks) == {"0.0.0.0/0", "::/0"}
+    internal = [ipaddress.ip_network(n) for n in blocks["0.0.0.0/0"] + blocks["::/0"]]
+    for address in ("10.1.2.3", "172.20.0.1", "192.168.1.1", "169.254.169.254",
+                    "100.64.0.1", "127.0.0.1", "fd00::1", "fe80::1", "::1"):  # fmt: skip
+        assert any(ipaddress.ip_address(address) in net for net in internal), address
+    ingress_ports = {p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]}
+    assert ingress_ports == {p["name"] for p in _container(nodes)["ports"]}
 
 
 def _setting(env: Mapping[str, str], name: str, default: Any) -> float:
@@ -418,6 +560,11 @@ def test_scheduler_is_spread_and_protected() -> None:
     spec = statefulset["spec"]["template"]["spec"]
     (term,) = spec["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
     assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    for workload in (statefulset, base[("Deployment", "wheel-executor")]):
+        (zones,) = workload["spec"]["template"]["spec"]["topologySpreadConstraints"]
+        assert zones["topologyKey"] == "topology.kubernetes.io/zone"
+        assert zones["maxSkew"] == 1
+        assert zones["labelSelector"] == workload["spec"]["selector"]
     budget = base[("PodDisruptionBudget", "wheel-scheduler")]["spec"]
     assert budget["maxUnavailable"] == 1
     assert budget["selector"] == statefulset["spec"]["selector"]
