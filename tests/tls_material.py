@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -99,10 +100,10 @@ class Authority:
 
     def issue(
         self, directory: Path, name: str, *, valid: timedelta = timedelta(days=1),
-        ago: timedelta = timedelta(minutes=5),
+        ago: timedelta = timedelta(minutes=5), addresses: Sequence[str] = (),
     ) -> tuple[Path, Path]:  # fmt: skip
-        """A certificate for `name` (also localhost and 127.0.0.1) valid from `ago` before now
-        for `valid`; its PEM and key paths."""
+        """A certificate for `name` (also localhost, 127.0.0.1 and `addresses`) valid from
+        `ago` before now for `valid`; its PEM and key paths."""
         now = datetime.now(UTC)
         key = ec.generate_private_key(ec.SECP256R1())
         cert = (
@@ -115,7 +116,13 @@ class Authority:
             .not_valid_after(now - ago + valid)
             .add_extension(
                 x509.SubjectAlternativeName(
-                    [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+                    [
+                        x509.DNSName("localhost"),
+                        *(
+                            x509.IPAddress(ipaddress.ip_address(address))
+                            for address in ("127.0.0.1", *addresses)
+                        ),
+                    ]
                 ),
                 critical=False,
             )

@@ -11,14 +11,12 @@ CLIs accept, termination grace covering the hand-over and drain times.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import ipaddress
 import re
 import shlex
 import shutil
-import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,15 +26,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from tests.kubelet import BASE, K8S, ROOT, by_name, container_of, pod_env, render
 from wheel.cli.executor import executor
 from wheel.cli.scheduler import scheduler
 from wheel.executor.config import ExecutorConfig
 from wheel.probes import STALL_AFTER_S
 from wheel.scheduler.config import SchedulerConfig
 
-ROOT = Path(__file__).resolve().parents[2]
-K8S = ROOT / "deploy" / "k8s"
-BASE = K8S / "base"
 # The oldest Kubernetes the manifests claim to support (README.md there) and the newest
 # schema bundled with kubernetes-validate.
 KUBERNETES_VERSIONS = ("1.31", kubernetes_validate.latest_version())
@@ -46,8 +42,10 @@ KUSTOMIZATION_FIELDS = {
     "apiVersion", "kind", "namespace", "resources", "images", "configMapGenerator",
     "generatorOptions",
 }  # fmt: skip
-GENERATED = re.compile(r"-[a-z0-9]{10}$")
-"""The hash kustomize appends to a generated ConfigMap's name."""
+PLACEHOLDERS = {
+    ("wheel-secrets", "postgres-dsn"): "postgresql://wheel@postgres/wheel",
+    ("wheel-executor-token", "executor-token"): "whl_placeholder",
+}
 # `await self._server.stop(grace=1.0)` in SchedulerNode.stop (src/wheel/scheduler/node.py).
 SERVER_STOP_GRACE_S = 1.0
 # Slack for process start-up of the shutdown path, logging and the kubelet's own timing.
@@ -74,35 +72,18 @@ def _manifests() -> Iterator[tuple[Path, Manifest]]:
                 yield path, doc
 
 
-def _render(directory: Path) -> list[Manifest]:
-    """What `kubectl kustomize` makes of a kustomization: what `kubectl apply -k` applies."""
-    rendered = subprocess.run(
-        ["kubectl", "kustomize", str(directory)], capture_output=True, text=True, timeout=60
-    )
-    assert rendered.returncode == 0, rendered.stderr
-    return [doc for doc in yaml.safe_load_all(rendered.stdout) if doc]
-
-
 @functools.cache
 def _rendered_base() -> tuple[Manifest, ...]:
-    return tuple(_render(BASE))
+    return tuple(render(BASE))
 
 
 def _base() -> dict[tuple[str, str], Manifest]:
-    """The rendered base's objects by (kind, name); a generated ConfigMap also by the name
-    its generator gives, before kustomize appends the hash of its content."""
-    base: dict[tuple[str, str], Manifest] = {}
-    for doc in copy.deepcopy(_rendered_base()):
-        name = doc["metadata"]["name"]
-        base[(doc["kind"], name)] = doc
-        if doc["kind"] == "ConfigMap":
-            base[("ConfigMap", GENERATED.sub("", name))] = doc
-    return base
+    """The rendered base's objects by (kind, name)."""
+    return by_name(list(_rendered_base()))
 
 
 def _container(workload: Manifest) -> Manifest:
-    (container,) = workload["spec"]["template"]["spec"]["containers"]
-    return dict(container)
+    return container_of(workload)
 
 
 def _port(address: str) -> int:
@@ -110,29 +91,10 @@ def _port(address: str) -> int:
 
 
 def _env(workload: Manifest, base: Mapping[tuple[str, str], Manifest]) -> dict[str, str]:
-    """The container's environment as a pod named `<name>-0` in namespace `wheel` sees it.
-
-    ConfigMaps come in through envFrom; fieldRefs become the pod's name and namespace;
-    secrets become placeholders; `$(VAR)` is expanded as the kubelet does.
-    """
-    pod = {"metadata.name": f"{workload['metadata']['name']}-0", "metadata.namespace": "wheel"}
-    container = _container(workload)
-    env: dict[str, str] = {}
-    for source in container.get("envFrom", []):
-        env.update(base[("ConfigMap", source["configMapRef"]["name"])]["data"])
-    for entry in container.get("env", []):
-        if "value" in entry:
-            value = re.sub(r"\$\((\w+)\)", lambda m: env[m.group(1)], entry["value"])
-        elif "fieldRef" in entry["valueFrom"]:
-            value = pod[entry["valueFrom"]["fieldRef"]["fieldPath"]]
-        else:
-            ref = entry["valueFrom"]["secretKeyRef"]
-            value = {
-                "postgres-dsn": "postgresql://wheel@postgres/wheel",
-                "executor-token": "whl_placeholder",
-            }[ref["key"]]
-        env[entry["name"]] = value
-    return env
+    """The container's environment as a pod named `<name>-0` sees it, secrets as placeholders."""
+    return pod_env(
+        workload, base, pod_name=f"{workload['metadata']['name']}-0", secrets=PLACEHOLDERS
+    )
 
 
 # -- (a) schemas -----------------------------------------------------------------------
@@ -197,7 +159,7 @@ def test_kustomization_references_resolve(path: Path) -> None:
 def test_the_kustomization_renders_with_kubectl(path: Path) -> None:
     """`kubectl kustomize` (kubectl is part of this machine kind's image: the env package
     list) renders it offline; what it renders validates, in one namespace, images named."""
-    documents = _render(path.parent)
+    documents = render(path.parent)
     kinds = {doc["kind"] for doc in documents}
     assert {"StatefulSet", "Deployment", "Job", "ConfigMap", "Service"} <= kinds
     for doc in documents:
@@ -467,7 +429,7 @@ def test_editing_the_configuration_rolls_the_pods_that_read_it(tmp_path: Path) -
             if doc["kind"] in ("StatefulSet", "Deployment")
         }
 
-    before, after = referred(list(_rendered_base())), referred(_render(copied))
+    before, after = referred(list(_rendered_base())), referred(render(copied))
     assert before["wheel-scheduler"] != after["wheel-scheduler"]
     assert before["wheel-executor"] == after["wheel-executor"]
 
