@@ -4,6 +4,8 @@ wheel_executor_executions_total{outcome}  counter  handlers run to a report, by 
 wheel_executor_in_flight{phase}           gauge    held dispatches: waiting for their
                                                    instant or a slot, or running
 wheel_executor_credit{node,pool}          gauge    credit granted to a node and not used
+                                                   (the node's own view, summed over its
+                                                   executors: wheel_dispatch_credit)
 wheel_executor_results_unacknowledged     gauge    results kept until a node records them
 wheel_executor_streams                    gauge    live streams (one per scheduler node)
 """
