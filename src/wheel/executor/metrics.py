@@ -8,6 +8,9 @@ wheel_executor_credit{node,pool}          gauge    credit granted to a node and 
                                                    executors: wheel_dispatch_credit)
 wheel_executor_results_unacknowledged     gauge    results kept until a node records them
 wheel_executor_streams                    gauge    live streams (one per scheduler node)
+
+and what every wheel process exports (`wheel.process_metrics`): wheel_build_info{role=
+"executor"}, process_*, python_info, python_gc_*.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from wheel import metrics_http
+from wheel import metrics_http, process_metrics
 from wheel.executor.executions import Executions
 from wheel.executor.outbox import Outbox
 from wheel.executor.routing import Router
@@ -30,6 +33,7 @@ class ExecutorMetrics(Collector):
         self._outbox = outbox
         self._router = router
         self.registry = CollectorRegistry(auto_describe=True)
+        process_metrics.register(self.registry, "executor")
         self.registry.register(self)
 
     def serve(self, listen: str) -> int:

@@ -31,6 +31,9 @@ from an engine snapshot at scrape time, so nothing is kept twice.
     wheel_horizon_lag_seconds         gauge      how far materialisation trails now
     wheel_clock_offset_seconds        gauge      database clock minus this node's
     wheel_postgres_synchronous_standby gauge     0: no synchronous standby (acked jobs at risk)
+
+and what every wheel process exports (`wheel.process_metrics`): wheel_build_info{role=
+"scheduler"}, process_*, python_info, python_gc_*.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from prometheus_client import Counter as CounterMetric
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from wheel import metrics_http
+from wheel import metrics_http, process_metrics
 from wheel.model.executions import ExecutionStatus, Outcome
 from wheel.scheduler.observer import EngineSnapshot
 
@@ -55,6 +58,7 @@ class NodeMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
+        process_metrics.register(r, "scheduler")
         self.lateness = Histogram(
             "wheel_firing_lateness_seconds", "Dispatch time minus the scheduled instant.",
             buckets=_LATENESS_BUCKETS, registry=r,

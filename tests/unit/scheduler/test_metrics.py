@@ -1,4 +1,5 @@
-"""A node's Prometheus registry, read from an engine snapshot."""
+"""A node's Prometheus registry, read from an engine snapshot: what it names each gauge,
+and what every wheel process exports beside."""
 
 from __future__ import annotations
 
@@ -51,3 +52,18 @@ def test_the_credit_a_node_may_dispatch_has_a_name_of_its_own() -> None:
         "wheel_executor_* are an executor's: summed with a node's they would count twice"
     )
 
+
+def test_a_node_says_it_is_a_scheduler_and_exports_the_process_metrics() -> None:
+    samples = scrape(watching(SNAPSHOT))
+    (build,) = [name for name in samples if name.startswith("wheel_build_info{")]
+    assert "role=scheduler," in build
+    assert samples[build] == 1
+    assert samples["process_resident_memory_bytes{}"] > 0
+    assert "process_cpu_seconds_total{}" in samples
+    assert any(name.startswith("python_info{") for name in samples)
+
+
+def test_two_nodes_in_one_process_keep_registries_apart() -> None:
+    first, second = watching(SNAPSHOT), watching(SNAPSHOT)
+    assert scrape(first)["wheel_owned_partitions{}"] == 8
+    assert "process_open_fds{}" in scrape(second)
