@@ -1,5 +1,5 @@
-"""The Prometheus rules in deploy/prometheus: valid, unit-tested, and every alert
-docs/operations.md describes is among them."""
+"""The Prometheus rules in deploy/prometheus: valid, unit-tested, free of any scrape job's
+name, and every alert docs/operations.md describes is among them."""
 
 from __future__ import annotations
 
@@ -27,8 +27,19 @@ def test_the_rules_are_valid() -> None:
     assert f"SUCCESS: {alerts} rules found" in _promtool("check", "rules", str(RULES))
 
 
+def _alerts() -> set[str]:
+    return set(re.findall(r"^\s+- alert: (\w+)$", RULES.read_text(), re.MULTILINE))
+
+
 def test_each_alert_fires_when_it_should_and_not_before() -> None:
     assert "SUCCESS" in _promtool("test", "rules", str(TESTS))
+
+
+def test_no_rule_depends_on_what_the_scrape_job_is_called() -> None:
+    """The job label is the Prometheus configuration's: rules find wheel by wheel_build_info."""
+    expressions = re.findall(r"^\s+expr: (.+)$", RULES.read_text(), re.MULTILINE)
+    assert len(expressions) == len(_alerts())
+    assert [e for e in expressions if re.search(r"\bjob\b", e)] == []
 
 
 def test_every_alert_the_operations_guide_describes_is_a_rule() -> None:
