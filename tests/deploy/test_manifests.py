@@ -380,12 +380,14 @@ def test_probes_and_ports_are_the_ones_the_node_serves() -> None:
     assert _port(env["WHEEL_ADVERTISE"]) == grpc_port
     _assert_probes_fit_the_process(container, metrics_port)
     for service in (base[("Service", "wheel-scheduler")], base[("Service", "wheel-api")]):
-        by_name = {p["name"]: p for p in service["spec"]["ports"]}
-        assert by_name["grpc"]["port"] == grpc_port
-        assert by_name["metrics"]["port"] == metrics_port
+        assert {p["name"]: p["port"] for p in service["spec"]["ports"]}["grpc"] == grpc_port
         assert service["spec"]["selector"] == statefulset["spec"]["selector"]["matchLabels"]
+    headless = {p["name"]: p for p in base[("Service", "wheel-scheduler")]["spec"]["ports"]}
+    assert headless["metrics"]["port"] == metrics_port
     api_ports = {p["name"]: p for p in base[("Service", "wheel-api")]["spec"]["ports"]}
     assert api_ports["http"]["targetPort"] == "http"
+    # Scraped once per node: the Service clients use carries no metrics port.
+    assert "metrics" not in api_ports
 
 
 def test_executor_probes_and_port_are_the_ones_it_serves() -> None:

@@ -33,7 +33,7 @@ from wheel.executor.config import ExecutorConfig
 from wheel.executor.connection import Identity, NodeLink
 from wheel.executor.discovery import ClusterSource, Discovery
 from wheel.executor.executions import Executions
-from wheel.executor.metrics import ExecutorMetrics
+from wheel.executor.metrics import ExecutorMetrics, executor_registry
 from wheel.executor.outbox import Outbox
 from wheel.executor.reach import Reach
 from wheel.executor.registration import Registration
@@ -98,7 +98,7 @@ class Executor:
         """Serve the probes at once (alive, not ready), then find the nodes and connect."""
         config = self.config
         if config.metrics_listen:
-            self._registry = CollectorRegistry(auto_describe=True)
+            self._registry = executor_registry()
             self._http = metrics_http.serve(self._registry, config.metrics_listen, self.probes)
             self.metrics_port = self._http.port
             self._beat = asyncio.create_task(self._watch_readiness(), name="executor probes")

@@ -4,8 +4,13 @@ wheel_executor_executions_total{outcome}  counter  handlers run to a report, by 
 wheel_executor_in_flight{phase}           gauge    held dispatches: waiting for their
                                                    instant or a slot, or running
 wheel_executor_credit{node,pool}          gauge    credit granted to a node and not used
+                                                   (the node's own view, summed over its
+                                                   executors: wheel_dispatch_credit)
 wheel_executor_results_unacknowledged     gauge    results kept until a node records them
 wheel_executor_streams                    gauge    live streams (one per scheduler node)
+
+and what every wheel process exports (`wheel.process_metrics`): wheel_build_info{role=
+"executor"}, process_*, python_info, python_gc_*.
 """
 
 from __future__ import annotations
@@ -16,9 +21,17 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from wheel import process_metrics
 from wheel.executor.executions import Executions
 from wheel.executor.outbox import Outbox
 from wheel.executor.routing import Router
+
+
+def executor_registry() -> CollectorRegistry:
+    """An executor's registry, holding the process's standard metrics from the start."""
+    registry = CollectorRegistry(auto_describe=True)
+    process_metrics.register(registry, "executor")
+    return registry
 
 
 class ExecutorMetrics(Collector):
@@ -34,7 +47,7 @@ class ExecutorMetrics(Collector):
         self._executions = executions
         self._outbox = outbox
         self._router = router
-        self.registry = CollectorRegistry(auto_describe=True) if registry is None else registry
+        self.registry = executor_registry() if registry is None else registry
         self.registry.register(self)
 
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:

@@ -18,7 +18,9 @@ from an engine snapshot at scrape time, so nothing is kept twice.
     wheel_owned_partitions            gauge
     wheel_ready{pool}                 gauge      fired, waiting for executor credit
     wheel_in_flight                   gauge      claimed and not yet finished
-    wheel_executor_credit{pool}       gauge      dispatches executors allow now
+    wheel_dispatch_credit{pool}       gauge      dispatches the executors streaming to this
+                                                 node allow it now (an executor's own view,
+                                                 per node: wheel_executor_credit)
     wheel_backlog_age_seconds         gauge      oldest due-but-unclaimed occurrence's age
     wheel_ready_oldest_age_seconds{pool}  gauge  the same, by pool (pools with runs ready)
     wheel_executors_held_back         gauge      executors held back after a lapsed lease
@@ -29,6 +31,9 @@ from an engine snapshot at scrape time, so nothing is kept twice.
     wheel_horizon_lag_seconds         gauge      how far materialisation trails now
     wheel_clock_offset_seconds        gauge      database clock minus this node's
     wheel_postgres_synchronous_standby gauge     0: no synchronous standby (acked jobs at risk)
+
+and what every wheel process exports (`wheel.process_metrics`): wheel_build_info{role=
+"scheduler"}, process_*, python_info, python_gc_*.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from prometheus_client import Counter as CounterMetric
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from wheel import process_metrics
 from wheel.model.executions import ExecutionStatus, Outcome
 from wheel.scheduler.observer import EngineSnapshot
 
@@ -52,6 +58,7 @@ class NodeMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
+        process_metrics.register(r, "scheduler")
         self.lateness = Histogram(
             "wheel_firing_lateness_seconds", "Dispatch time minus the scheduled instant.",
             buckets=_LATENESS_BUCKETS, registry=r,
@@ -158,8 +165,11 @@ class _EngineCollector(Collector):
         yield _gauge("wheel_owned_partitions", "Partitions owned.", state.owned)
         yield _gauge("wheel_in_flight", "Claimed and not yet finished.", state.in_flight)
         ready = GaugeMetricFamily("wheel_ready", "Fired, waiting for credit.", labels=["pool"])
-        credit = GaugeMetricFamily("wheel_executor_credit", "Dispatches allowed now.",
-                                   labels=["pool"])  # fmt: skip
+        credit = GaugeMetricFamily(
+            "wheel_dispatch_credit",
+            "Dispatches the executors streaming to this node allow it now, by pool.",
+            labels=["pool"],
+        )
         for pool, allowed in state.credit.items():
             ready.add_metric([pool], state.ready.get(pool, 0))
             credit.add_metric([pool], allowed)

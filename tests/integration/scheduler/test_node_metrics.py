@@ -26,7 +26,7 @@ async def test_metrics_count_the_work_and_show_the_state(
     assert samples["wheel_claim_batch_size_count{}"] >= 1
     assert samples["wheel_record_seconds_count{}"] >= 1
     assert samples["wheel_owned_partitions{}"] == 8
-    assert samples["wheel_executor_credit{pool=default}"] == executor.capacity
+    assert samples["wheel_dispatch_credit{pool=default}"] == executor.capacity
     assert samples["wheel_upcoming{pool=default,within=1m}"] == 1, later.id
     assert samples["wheel_upcoming{pool=default,within=5m}"] == 1
     assert samples["wheel_wheel_timers{}"] >= 1

@@ -39,3 +39,16 @@ async def test_metrics_show_held_work_credit_and_outcomes(cluster: Cluster, gate
     done = await asyncio.to_thread(scrape, executor.metrics_port)
     assert done["wheel_executor_executions_total{outcome=succeeded}"] == 1
     assert done["wheel_executor_results_unacknowledged{}"] == 1, "the fake node has not acked"
+
+
+async def test_an_executor_says_it_is_one_and_exports_the_process_metrics(
+    cluster: Cluster, gate: Gate
+) -> None:
+    executor = await cluster.executor(registry(gate), metrics_listen="127.0.0.1:0")
+    samples = await asyncio.to_thread(scrape, executor.metrics_port)
+    (build,) = [name for name in samples if name.startswith("wheel_build_info{")]
+    assert "role=executor," in build
+    assert samples[build] == 1
+    assert samples["process_resident_memory_bytes{}"] > 0
+    assert "process_cpu_seconds_total{}" in samples
+    assert any(name.startswith("python_info{") for name in samples)
