@@ -6,15 +6,18 @@ speak only TLS. The server runs on threads of its own, so a scrape or a probe is
 while the event loop is busy; liveness is what tells a loop that no longer turns.
 
     endpoint = serve(registry, "0.0.0.0:9100", probes)
-    endpoint.address        # ("0.0.0.0", 9100) as bound
+    endpoint.address        # "0.0.0.0:9100" as bound
     endpoint.close()
+
+    port = ProbePort.open(registry, "0.0.0.0:9100", probes)   # and the loop's beat with it
 """
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from socketserver import ThreadingMixIn
 from typing import Any
@@ -94,3 +97,30 @@ def serve(registry: CollectorRegistry, listen: str, probes: Probes | None = None
     thread = threading.Thread(target=server.serve_forever, name="http probes", daemon=True)
     thread.start()
     return HttpEndpoint(host, int(server.server_address[1]), server)
+
+
+@dataclass(slots=True)
+class ProbePort:
+    """A process's plain-HTTP port and the task that keeps its liveness beating: opened
+    first, before the process waits for anything, and closed last."""
+
+    endpoint: HttpEndpoint
+    _beat: asyncio.Task[None]
+
+    @classmethod
+    def open(
+        cls,
+        registry: CollectorRegistry,
+        listen: str,
+        probes: Probes,
+        beat: Callable[[], Coroutine[Any, Any, None]] | None = None,
+    ) -> ProbePort:
+        """Serve `listen`, and run `beat` (default: `probes.beat_while_running`) until
+        closed; it may also judge readiness as it beats."""
+        endpoint = serve(registry, listen, probes)
+        task = asyncio.create_task((beat or probes.beat_while_running)(), name="probes beat")
+        return cls(endpoint, task)
+
+    def close(self) -> None:
+        self._beat.cancel()
+        self.endpoint.close()

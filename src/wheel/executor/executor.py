@@ -22,7 +22,6 @@ from types import TracebackType
 
 from prometheus_client import CollectorRegistry
 
-from wheel import metrics_http
 from wheel.coordinator.cluster_view import ClusterView
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
@@ -40,7 +39,7 @@ from wheel.executor.registration import Registration
 from wheel.executor.routing import Router
 from wheel.executor.tasks import TaskRegistry, default_registry, load_modules
 from wheel.executor.threads import HandlerThreads
-from wheel.metrics_http import HttpEndpoint
+from wheel.metrics_http import ProbePort
 from wheel.probes import Probes
 from wheel.timingwheel import GcGovernor, GcPolicy
 from wheel.tls import channel_credentials
@@ -79,8 +78,7 @@ class Executor:
         self.probes = Probes()
         """What /livez and /readyz answer, from before the executor connects anywhere."""
         self._registry: CollectorRegistry | None = None
-        self._http: HttpEndpoint | None = None
-        self._beat: asyncio.Task[None] | None = None
+        self._http: ProbePort | None = None
 
     async def __aenter__(self) -> Executor:
         await self.start()
@@ -99,9 +97,10 @@ class Executor:
         config = self.config
         if config.metrics_listen:
             self._registry = executor_registry()
-            self._http = metrics_http.serve(self._registry, config.metrics_listen, self.probes)
-            self.metrics_port = self._http.port
-            self._beat = asyncio.create_task(self._watch_readiness(), name="executor probes")
+            self._http = ProbePort.open(
+                self._registry, config.metrics_listen, self.probes, self._watch_readiness
+            )
+            self.metrics_port = self._http.endpoint.port
         try:
             await self._start()
         except BaseException:
@@ -109,9 +108,6 @@ class Executor:
             raise
 
     def _close_http(self) -> None:
-        if self._beat is not None:
-            self._beat.cancel()
-            self._beat = None
         if self._http is not None:
             self._http.close()
             self._http = None

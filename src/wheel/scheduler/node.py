@@ -24,13 +24,12 @@ from datetime import timedelta
 
 from grpc_health.v1 import health_pb2
 
-from wheel import metrics_http
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
 from wheel.coordinator.membership import Membership
 from wheel.coordinator.ownership import partition_count
 from wheel.coordinator.session import Session
-from wheel.metrics_http import HttpEndpoint
+from wheel.metrics_http import ProbePort
 from wheel.model.ids import PartitionId
 from wheel.notify.sender import Sender
 from wheel.probes import Probes
@@ -106,8 +105,7 @@ class SchedulerNode:
         self.probes = Probes()
         """What /livez and /readyz answer, from before the node waits for anything."""
         self._early_metrics: NodeMetrics | None = None
-        self._http: HttpEndpoint | None = None
-        self._beat: asyncio.Task[None] | None = None
+        self._http: ProbePort | None = None
         self._stopping = False
         self._layout = Layout(config.cluster)
 
@@ -152,14 +150,10 @@ class SchedulerNode:
         if not listen:
             return
         self._early_metrics = NodeMetrics()
-        self._http = metrics_http.serve(self._early_metrics.registry, listen, self.probes)
-        self.metrics_address = self._http.address
-        self._beat = asyncio.create_task(self.probes.beat_while_running(), name="probes beat")
+        self._http = ProbePort.open(self._early_metrics.registry, listen, self.probes)
+        self.metrics_address = self._http.endpoint.address
 
     def _close_http(self) -> None:
-        if self._beat is not None:
-            self._beat.cancel()
-            self._beat = None
         if self._http is not None:
             self._http.close()
             self._http = None
