@@ -135,7 +135,10 @@ async def serve(
         # The dashboard is one more client of this node's API, on the loopback (by the
         # certificate's name, with TLS: a node's certificate names localhost for this).
         own = f"{'localhost' if tls else '127.0.0.1'}:{port}"
-        settings = DashboardSettings(own, api_tls=tls, api_ca_file=config.tls_cert_file or None)
+        settings = DashboardSettings(
+            own, api_tls=tls, api_ca_file=config.tls_cert_file or None,
+            secure_cookie=config.secure_cookie,
+        )  # fmt: skip
         running.dashboard, running.dashboard_address = await start_dashboard(
             config.http_listen, settings, JsonGateway(authenticator, api_services)
         )
