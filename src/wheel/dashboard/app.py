@@ -132,8 +132,8 @@ def _next(value: str | None) -> str:
         url = yarl.URL(value)
         location = str(url)
         written = yarl.URL(location)  # what the Location header will say
-    except (ValueError, TypeError):
-        return AFTER_SIGNIN
+    except Exception:  # not only ValueError: yarl raises IndexError for http://[]@
+        return AFTER_SIGNIN  # fail closed
     if url.scheme or url.raw_authority or written.scheme or written.raw_authority:
         return AFTER_SIGNIN
     if str(written) != location or not location.startswith("/") or location[1:2] in ("/", "\\"):

@@ -96,8 +96,9 @@ def parse_url(field: str, url: str) -> Target:
     try:
         parsed = yarl.URL(url)
         port = parsed.explicit_port
-    except ValueError as exc:
-        raise InvalidArgument(field, f"not a URL: {exc}") from None
+    except Exception as exc:  # not only ValueError: yarl raises IndexError for http://[]@
+        reason = str(exc) if isinstance(exc, ValueError) else "it cannot be read"
+        raise InvalidArgument(field, f"not a URL: {reason}") from None
     # The shape again, as yarl reads it: two parsers must not disagree about a URL.
     if parsed.scheme not in ("http", "https") or not parsed.absolute:
         raise InvalidArgument(field, "must start with http:// or https://")

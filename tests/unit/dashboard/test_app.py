@@ -7,6 +7,8 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
+from hypothesis import given
+from hypothesis import strategies as st
 
 from wheel.dashboard.app import (
     AFTER_SIGNIN,
@@ -23,9 +25,9 @@ CONTROLS = [chr(c) for c in (*range(0x20), 0x7F)]
 yarl when aiohttp writes the Location header."""
 
 
-def location(given: str | None) -> str:
+def location(value: str | None) -> str:
     """The Location header the sign-in's redirect carries."""
-    return signed_in_redirect("s", _next(given), secure=False).headers["Location"]
+    return signed_in_redirect("s", _next(value), secure=False).headers["Location"]
 
 
 def stays_here(written: str) -> bool:
@@ -55,7 +57,7 @@ def test_a_control_character_never_makes_the_redirect_leave(control: str, shape:
 
 
 @pytest.mark.parametrize(
-    "given",
+    "value",
     [
         "//evil.example", "///evil.example", "////evil.example", "//evil.example/jobs",
         "/\\evil.example", "\\\\evil.example", "/\\/evil.example", "\\/evil.example",
@@ -67,26 +69,26 @@ def test_a_control_character_never_makes_the_redirect_leave(control: str, shape:
         " //evil.example", "/ /evil.example", "\u3000//evil.example", "/\u3000/evil.example",
         "/\uff0f/evil.example", "\uff0f\uff0fevil.example", "/\u2028/evil.example",
         "/\x85/evil.example", "//evil.example%2F@wheel.example.com", "//[::1]/", "//127.0.0.1",
-        "//0x7f.1", "//evil.example\\@wheel.example.com", "", None,
+        "//0x7f.1", "//evil.example\\@wheel.example.com", "http://[]@", "//[]@", "", None,
     ],
 )  # fmt: skip
-def test_the_usual_open_redirect_tricks_stay_on_this_site(given: str | None) -> None:
-    written = location(given)
+def test_the_usual_open_redirect_tricks_stay_on_this_site(value: str | None) -> None:
+    written = location(value)
     assert stays_here(written), written
 
 
 @pytest.mark.parametrize(
-    "given",
+    "value",
     ["/jobs", "/runs/5f1c9a8e@20260329T013000Z", "/runs?job=nightly&status=dead",
      "/jobs/%E2%9C%93", "/queue?page_token=abc%3D%3D", "/cluster"],
 )  # fmt: skip
-def test_a_path_of_this_site_is_where_the_sign_in_goes(given: str) -> None:
-    assert location(given) == given
+def test_a_path_of_this_site_is_where_the_sign_in_goes(value: str) -> None:
+    assert location(value) == value
 
 
 def test_anything_else_goes_to_the_jobs() -> None:
-    for given in ("//evil.example", "/\t/evil.example", "https://evil.example", None, ""):
-        assert _next(given) == AFTER_SIGNIN
+    for value in ("//evil.example", "/\t/evil.example", "https://evil.example", None, ""):
+        assert _next(value) == AFTER_SIGNIN
 
 
 @pytest.mark.parametrize("secure", [False, True])
@@ -113,3 +115,14 @@ async def test_every_change_is_a_post_so_a_lax_cookie_changes_nothing(path: str)
     assert isinstance(match.http_exception, web.HTTPMethodNotAllowed)
     posted = await app.router.resolve(make_mocked_request("POST", path, app=app))
     assert posted.http_exception is None
+
+
+_PIECES = st.sampled_from(
+    [*"/\\@:.%?#[] \t\r\n\x00", "evil.example", "https:", "09", "\u3000", "\uff0f", "jobs"]
+)
+
+
+@given(st.lists(_PIECES, max_size=12).map("".join))
+def test_whatever_next_says_the_browser_stays_on_this_site(value: str) -> None:
+    written = location(value)
+    assert stays_here(written), written

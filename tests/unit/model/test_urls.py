@@ -123,3 +123,27 @@ def test_no_host_the_c_library_reads_as_an_address_is_read_as_another(
         return
     assert target.address == ipaddress.IPv4Address(socket.inet_aton(host))
     assert str(target.address) == host, "only a.b.c.d is read as an address"
+
+
+_PIECES = st.sampled_from(
+    [*"htps:/\\@[]%.0123456789abcdefx:?#-_ \t\n\x00", "\uff11", "\u3002", "\u00fc", "\u200b",
+     "xn--", "::ffff:", "169.254.169.254", "//", "[::1]"]
+)  # fmt: skip
+
+
+@given(head=st.sampled_from(["http://", "https://", ""]), tail=st.lists(_PIECES, max_size=24))
+def test_any_text_is_read_or_refused_naming_the_field(head: str, tail: list[str]) -> None:
+    """Never another exception: the parser underneath raises IndexError for some input."""
+    try:
+        target = parse_url("url", head + "".join(tail))
+    except InvalidArgument as exc:
+        refused = exc
+    else:
+        assert target.host == target.url.raw_host
+        return
+    assert refused.field == "url"
+
+
+def test_an_empty_bracketed_host_is_not_a_url() -> None:
+    with pytest.raises(InvalidArgument, match=r"^url: not a URL"):
+        parse_url("url", "http://[]@")
