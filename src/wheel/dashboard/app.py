@@ -5,10 +5,22 @@
     await runner.cleanup()
 
 Every page but the sign-in needs a session; every form that changes something
-carries the session's CSRF token (and the cookie is SameSite=Strict besides).
-An API error is shown as the page's message, never a traceback: a refused
+carries the session's CSRF token, and another site's form is refused by its
+Origin (the cookie is SameSite=Lax besides, so no other site's POST carries
+it). An API error is shown as the page's message, never a traceback: a refused
 token signs the browser out, another tenant's object is "not found", as the
 API answers.
+
+The session cookie is SameSite=Lax, not Strict: a link to a run pasted in
+mail or chat is a navigation from another site, which a Strict cookie does
+not follow, so a signed-in browser would land on the sign-in page and be
+asked for its token again (pasting tokens is the habit to avoid). Lax sends
+the cookie on such top-level GETs only, and every GET here only reads; every
+change is a POST, which Lax keeps from other sites, and which must carry
+the session's CSRF token and pass the Origin check besides. The cookie is
+Secure when the dashboard's public URL is https (`secure_cookie`), as behind
+a proxy that ends TLS and forwards plain HTTP: forwarded headers
+(X-Forwarded-Proto) are never trusted, since anyone can send them.
 """
 
 from __future__ import annotations
@@ -22,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import jinja2
+import yarl
 from aiohttp import web
 
 from wheel.api.server.jobs import MAX_REQUEST_BYTES
@@ -48,6 +61,9 @@ class DashboardSettings:
     """The node's own gRPC address: the dashboard is one more API client."""
     api_tls: bool = False
     api_ca_file: str | None = None
+    secure_cookie: bool = False
+    """Mark the session cookie Secure: browsers reach the dashboard over https (a proxy
+    may end TLS and forward plain HTTP to the node, which cannot tell)."""
 
 
 _SETTINGS: web.AppKey[DashboardSettings] = web.AppKey("settings")
@@ -100,15 +116,39 @@ def _cross_site(request: web.Request) -> bool:
     return origin == "null" or origin.split("://", 1)[-1] != request.host
 
 
-def _secure(request: web.Request) -> bool:
-    return request.secure or request.headers.get("X-Forwarded-Proto") == "https"
+AFTER_SIGNIN = "/jobs"
 
 
 def _next(value: str | None) -> str:
-    """Where to go after signing in: a path of this site only, never another host."""
-    if value and value.startswith("/") and not value.startswith("//") and "\\" not in value:
-        return value
-    return "/jobs"
+    """Where to go after signing in: a path of this site only, never another host.
+
+    Read as the redirect will be written (aiohttp puts `str(yarl.URL(location))` in the
+    Location header, and yarl, as browsers do, drops tabs and newlines: `/<tab>/evil`
+    becomes `//evil`, another host), then checked: no scheme, no host, and neither `//`
+    (scheme-relative) nor `/\\` (a slash to browsers) at the start."""
+    if not value or "\\" in value:
+        return AFTER_SIGNIN
+    try:
+        url = yarl.URL(value)
+        location = str(url)
+        written = yarl.URL(location)  # what the Location header will say
+    except Exception:  # not only ValueError: yarl raises IndexError for http://[]@
+        return AFTER_SIGNIN  # fail closed
+    if url.scheme or url.raw_authority or written.scheme or written.raw_authority:
+        return AFTER_SIGNIN
+    if str(written) != location or not location.startswith("/") or location[1:2] in ("/", "\\"):
+        return AFTER_SIGNIN
+    if not all("!" <= c <= "~" and c != "\\" for c in location):  # yarl encodes the rest
+        return AFTER_SIGNIN
+    return location
+
+
+def signed_in_redirect(session_id: str, after: str, *, secure: bool) -> web.HTTPSeeOther:
+    """The sign-in's answer: to `after`, with the session cookie (see the module's note on
+    SameSite and Secure)."""
+    response = web.HTTPSeeOther(after)
+    response.set_cookie(COOKIE, session_id, httponly=True, samesite="Lax", path="/", secure=secure)
+    return response
 
 
 @web.middleware
@@ -192,13 +232,7 @@ async def signin(request: web.Request) -> web.StreamResponse:
     if previous:  # this browser's earlier session ends: one at a time
         await sessions.close(previous)
     session = await sessions.open(client, token)
-    response = web.HTTPSeeOther(after)
-    # Lax, so a link from mail or chat opens signed in; every change is a POST that
-    # carries the CSRF token and passes the Origin check besides.
-    response.set_cookie(
-        COOKIE, session.id, httponly=True, samesite="Lax", path="/", secure=_secure(request)
-    )
-    raise response
+    raise signed_in_redirect(session.id, after, secure=settings.secure_cookie)
 
 
 async def signout(request: web.Request) -> web.StreamResponse:

@@ -1,4 +1,4 @@
-"""Signed-in browsers: a random session id in an HttpOnly, SameSite=Strict cookie, the tenant
+"""Signed-in browsers: a random session id in an HttpOnly, SameSite=Lax cookie, the tenant
 token and a CSRF token kept here, in memory, never in a URL, a page or a log.
 
 A node restart signs everyone out (sessions are memory only), which is the safe way

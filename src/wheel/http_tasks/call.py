@@ -8,7 +8,9 @@ client errors; 408, 425 and 429 say "later", so they are always retried.
 Anything else fails and is retried by the job's policy: 5xx, 1xx and 3xx
 (redirects are not followed: the egress check holds for the URL that was
 checked), no connection, no answer by the deadline. A URL that leads to a
-denied address is REJECTED: no retry would change the answer.
+denied address, or that the sender cannot read as a URL it sends to (one
+stored before the check at create refused it), is REJECTED: no retry would
+change the answer.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import aiohttp
 
 from wheel.http_tasks import headers as h
 from wheel.model.executions import Outcome
-from wheel.model.urls import literal_address
 from wheel.notify.egress import EgressPolicy, EgressRefused, checked_session
 from wheel.notify.signature import sign
 
@@ -127,12 +128,10 @@ class Caller:
         timeout_s = request.deadline.timestamp() - now
         if timeout_s <= 0:
             return Answer(Outcome.FAILED, "the deadline passed before the request was sent")
-        literal = literal_address(request.url)
         try:
-            if literal is not None:
-                self._policy.check(str(literal), literal)
+            target = self._policy.target(request.url)
             async with self._session.post(
-                request.url,
+                target.url,
                 data=request.body,
                 headers=request.headers(int(now)),
                 allow_redirects=False,
@@ -156,5 +155,7 @@ class Caller:
             return Answer(Outcome.FAILED, f"cannot connect: {exc.os_error}"[:_ERROR_LIMIT])
         except TimeoutError:
             return Answer(Outcome.FAILED, f"no answer within {timeout_s:.3g} s (the deadline)")
+        except aiohttp.InvalidURL as exc:  # what the parser let through and aiohttp did not
+            return Answer(Outcome.REJECTED, f"refused: not a URL to send to: {exc}"[:_ERROR_LIMIT])
         except aiohttp.ClientError as exc:
             return Answer(Outcome.FAILED, f"{type(exc).__name__}: {exc}"[:_ERROR_LIMIT])

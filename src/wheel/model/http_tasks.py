@@ -14,13 +14,14 @@ from another. Task types starting `wheel.` are wheel's own.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from wheel.errors import InvalidArgument
-from wheel.model.urls import check_webhook_url
+from wheel.model.urls import Address, check_webhook_url, parse_url
 
 RESERVED_PREFIX = "wheel."
 """Task types starting with this are wheel's own: no job names one, no executor serves one."""
@@ -75,12 +76,26 @@ def host_patterns(field: str, hosts: Iterable[str]) -> tuple[str, ...]:
 
 
 def host_allowed(patterns: Iterable[str], url: str) -> bool:
-    """Whether the URL's host is one the patterns allow (no patterns: any host)."""
+    """Whether the URL's host, as the sender reads it (`parse_url`), is one the patterns
+    allow (no patterns: any host); a URL the sender cannot read is allowed by none."""
     allowed = tuple(patterns)
     if not allowed:
         return True
-    host = (urlsplit(url).hostname or "").lower()
-    return any(p == host or (p.startswith("*.") and host.endswith(p[1:])) for p in allowed)
+    try:
+        target = parse_url("url", url)
+    except InvalidArgument:
+        return False
+    host = target.host.removesuffix(".")
+    return any(_matches(p, host, target.address) for p in allowed)
+
+
+def _matches(pattern: str, host: str, address: Address | None) -> bool:
+    if address is not None:  # an address literal, compared as an address: [::1] is ::1
+        try:
+            return ipaddress.ip_address(pattern.strip("[]")) == address
+        except ValueError:
+            return False
+    return pattern == host or (pattern.startswith("*.") and host.endswith(pattern[1:]))
 
 
 def route_pool(pool: str, task_type: str) -> str:

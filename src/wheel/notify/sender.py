@@ -9,7 +9,9 @@ anything else (another status, a timeout, a refused connection) is tried
 again after a backoff that doubles from `backoff_base_s` to `backoff_cap_s`,
 half of it random so a receiver coming back is not hit by every node at
 once, until `max_tries`. Redirects are not followed. A URL that leads to a
-denied address is given up at once: no retry would change the answer.
+denied address, or that the sender cannot read as a URL it sends to (one
+stored before the check at create refused it), is given up at once: no retry
+would change the answer.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from dataclasses import dataclass
 import aiohttp
 
 from wheel.model.notifications import DEFAULT_DENIED, redacted
-from wheel.model.urls import literal_address
 from wheel.notify import payload
 from wheel.notify.egress import EgressPolicy, EgressRefused, checked_session
 from wheel.notify.signature import HEADER, sign
@@ -154,10 +155,8 @@ class Sender:
     async def try_once(self, due: Due) -> Tried:
         """POST `due` once; never raises for what the receiver or the network does."""
         assert self._session is not None, "use the Sender as an async context manager"
-        literal = literal_address(due.url)
         try:
-            if literal is not None:
-                self._policy.check(str(literal), literal)
+            target = self._policy.target(due.url)
             body = payload.body(due)
             headers = {
                 "Content-Type": "application/json",
@@ -165,7 +164,7 @@ class Sender:
                 "Wheel-Notification-Id": due.id,
             }
             async with self._session.post(
-                due.url, data=body, headers=headers, allow_redirects=False
+                target.url, data=body, headers=headers, allow_redirects=False
             ) as response:
                 await response.read()
                 if 200 <= response.status < 300:
@@ -179,5 +178,7 @@ class Sender:
             return Tried(False, False, f"cannot connect: {exc.os_error}"[:_ERROR_LIMIT])
         except TimeoutError:
             return Tried(False, False, f"no answer within {self._settings.timeout_s:g} s")
+        except aiohttp.InvalidURL as exc:  # what the parser let through and aiohttp did not
+            return Tried(False, True, f"refused: not a URL to send to: {exc}"[:_ERROR_LIMIT])
         except aiohttp.ClientError as exc:
             return Tried(False, False, f"{type(exc).__name__}: {exc}"[:_ERROR_LIMIT])

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+import yarl
+
 from wheel.coordinator.etcd import EtcdSettings
 from wheel.errors import ConfigError
 from wheel.model.notifications import DEFAULT_DENIED
@@ -50,6 +52,11 @@ class SchedulerConfig:
     http_listen: str = ""
     """host:port of the web dashboard (port 0 picks one); empty: not served. It calls this
     node's own API with each signed-in user's token."""
+    http_public_url: str = ""
+    """The dashboard's address as browsers reach it, e.g. https://wheel.example.com behind
+    an Ingress that ends TLS and forwards plain HTTP to the node: https here makes the
+    session cookie Secure (no forwarded header is trusted for that). Empty: the node's
+    own plain HTTP, and a cookie that is not Secure."""
     metrics_listen: str = ""
     """host:port for Prometheus metrics (/metrics); empty: not served."""
     tls_cert_file: str = ""
@@ -163,6 +170,11 @@ class SchedulerConfig:
         return EtcdSettings.of_config(self, password=password)
 
     @property
+    def secure_cookie(self) -> bool:
+        """Whether browsers reach the dashboard over https (its session cookie is Secure)."""
+        return self.http_public_url.lower().startswith("https://")
+
+    @property
     def denied_networks(self) -> tuple[str, ...]:
         return tuple(n.strip() for n in self.notify_deny_networks.split(",") if n.strip())
 
@@ -203,6 +215,8 @@ class SchedulerConfig:
                 ipaddress.ip_network(network, strict=False)
             except ValueError:
                 raise ConfigError("notify_deny_networks", f"{network!r} is not a network") from None
+        if self.http_public_url:
+            _check_public_url(self.http_public_url, dashboard=bool(self.http_listen))
         if self.lead_ms < 0:
             raise ConfigError("lead_ms", f"must be >= 0, got {self.lead_ms}")
         if self.prefetch_ms == -1:
@@ -236,3 +250,24 @@ class SchedulerConfig:
     @property
     def window(self) -> timedelta:
         return timedelta(seconds=self.window_s)
+
+
+def _check_public_url(url: str, *, dashboard: bool) -> None:
+    """An http(s) origin: scheme, host and port, nothing more (the dashboard's pages live at
+    the root, and the cookie's Path is /)."""
+    field = "http_public_url"
+    if not dashboard:
+        raise ConfigError(field, "is where browsers reach the dashboard: set http_listen too")
+    try:
+        parsed = yarl.URL(url)
+    except ValueError as exc:
+        raise ConfigError(field, f"not a URL: {exc}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.raw_host:
+        raise ConfigError(field, f"{url!r} is not an http:// or https:// URL with a host")
+    if (
+        parsed.raw_user is not None
+        or parsed.raw_path not in ("", "/")
+        or parsed.raw_query_string
+        or parsed.raw_fragment
+    ):
+        raise ConfigError(field, "names the dashboard's origin only: no user, path or query")

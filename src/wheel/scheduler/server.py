@@ -33,6 +33,7 @@ from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
 from wheel.dashboard.app import DashboardSettings, start_dashboard
 from wheel.keepalive import SERVER_KEEPALIVE
+from wheel.notify.egress import EgressPolicy
 from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.engine import Engine
 from wheel.scheduler.stream import SERVICE, ExecutorStreamService
@@ -93,6 +94,7 @@ async def serve(
     server.add_generic_rpc_handlers([stream.handler()])
     served = ServedView(etcd, layout)
     explainer = Explainer(api_store, etcd, layout, served=served)
+    egress = EgressPolicy.of(config.denied_networks)  # the senders' own: refused when made
     api_services = [
         JobsApi(
             api_store,
@@ -100,10 +102,11 @@ async def serve(
             retention_days=config.retention_days,
             served=served,
             handoff=engine.add_created,
+            egress=egress,
         ).service(),
         ExecutionsApi(api_store, explainer).service(),
         ClusterApi(etcd, layout, served).service(),
-        NotificationsApi(api_store).service(),
+        NotificationsApi(api_store, egress=egress).service(),
     ]
     authenticator = Authenticator(api_store.tenants, ttl_s=config.token_cache_s)
     add_services(server, authenticator, api_services)
@@ -132,7 +135,10 @@ async def serve(
         # The dashboard is one more client of this node's API, on the loopback (by the
         # certificate's name, with TLS: a node's certificate names localhost for this).
         own = f"{'localhost' if tls else '127.0.0.1'}:{port}"
-        settings = DashboardSettings(own, api_tls=tls, api_ca_file=config.tls_cert_file or None)
+        settings = DashboardSettings(
+            own, api_tls=tls, api_ca_file=config.tls_cert_file or None,
+            secure_cookie=config.secure_cookie,
+        )  # fmt: skip
         running.dashboard, running.dashboard_address = await start_dashboard(
             config.http_listen, settings, JsonGateway(authenticator, api_services)
         )

@@ -134,6 +134,52 @@ async def test_a_bad_webhook_is_refused_naming_the_field(client: AsyncClient) ->
     assert (await client.webhook()).url == ""
 
 
+async def test_a_webhook_the_sender_would_refuse_is_refused_when_set(
+    start_node: NodeFactory, token: str
+) -> None:
+    """Such a webhook used to be stored, then tried and failed for hours (aiohttp refused
+    the URL only when sending), where a denied address is to be given up at once."""
+    node = await start_node(**QUICK, notify_deny_networks="169.254.0.0/16,127.0.0.0/8,::1/128")
+    await node.ready.wait()
+    async with AsyncClient(node.address, token=token) as client:
+        for url, reason in [
+            ("http://2852039166/", "'2852039166' is read as an IPv4 address"),
+            ("http://169.254.169.254./latest", "read as an IPv4 address"),
+            ("http://0:8080/", "read as an IPv4 address"),
+            ("http://127.1:8080/", "read as an IPv4 address"),
+            ("http://a@169.254.169.254/", "must not carry credentials"),
+            ("http://[::ffff:169.254.169.254]/", "in the denied network 169.254.0.0/16"),
+            ("http://127.0.0.1:8080/", "wheel sends nothing there: 127.0.0.1 is in the denied"),
+        ]:
+            with pytest.raises(InvalidArgument, match=f"^url: .*{reason}"):
+                await client.set_webhook(url)
+        assert (await client.webhook()).url == "", "nothing was written"
+
+
+async def test_a_webhook_that_leads_to_a_denied_address_is_given_up_at_once(
+    start_node: NodeFactory, token: str
+) -> None:
+    """A name is not resolved when set (what it leads to may change): the notification's
+    one try is refused before any request, and given up, not tried again."""
+    node = await start_node(**QUICK, notify_deny_networks="169.254.0.0/16,127.0.0.0/8,::1/128")
+    await node.ready.wait()
+    await connected(node, behaviour=fail)
+    async with AsyncClient(node.address, token=token) as client, Receiver.running() as receiver:
+        await client.set_webhook(receiver.url.replace("127.0.0.1", "localhost"))
+        run = await dies(client, "told nobody")
+        async with asyncio.timeout(10):
+            while True:
+                explanation = await client.explain_execution(run.id)
+                steps = [s for s in explanation.steps if s.what.startswith("notif")]
+                if steps and steps[0].what != "notification pending":
+                    break
+                await asyncio.sleep(0.05)  # polling a remote state: there is no event to await
+        assert receiver.requests == []
+    (step,) = steps
+    assert step.what == "notification given up"
+    assert ": 1 try, the last: refused: localhost leads to" in step.detail
+
+
 async def test_the_cli_sets_shows_rotates_and_turns_off_the_webhook(
     node: SchedulerNode, token: str
 ) -> None:

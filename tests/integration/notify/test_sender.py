@@ -166,6 +166,21 @@ async def test_a_name_that_resolves_to_a_denied_network_is_refused(store: Store)
     assert receiver.requests == []
 
 
+async def test_a_url_stored_before_the_check_at_create_is_given_up_at_once(
+    store: Store,
+) -> None:
+    """The store takes what it is given (the API checks); a URL the sender cannot read as
+    one it sends to was tried and failed for hours (aiohttp refused it when sending)."""
+    async with sending(store) as sender:
+        for url in ("http://2852039166/", "http://169.254.169.254./", "http://0:8080/"):
+            owner, key = await dead_run(store, url)
+            await sender.send_due()
+            (refused,) = await store.outbox.of_run(owner.id, key)
+            assert (refused.state, refused.tries) == (DeliveryState.GAVE_UP, 1)
+            assert refused.last_error is not None
+            assert "is read as an IPv4 address" in refused.last_error
+
+
 async def test_a_backlog_is_sent_in_batches_in_one_call(store: Store) -> None:
     small = SendSettings(timeout_s=2.0, batch=4, concurrency=4)
     async with Receiver.running() as receiver, sending(store, small) as sender:

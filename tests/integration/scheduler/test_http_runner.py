@@ -48,14 +48,15 @@ async def client(node: SchedulerNode, token: str) -> AsyncIterator[AsyncClient]:
 
 
 async def posted(
-    client: AsyncClient, url: str, *, payload: bytes = b'{"n": 1}', **policies: object
-) -> wheel.Job:
-    """A one-off HTTP task due at once (three attempts unless told otherwise)."""
+    client: AsyncClient, url: str, *, payload: bytes = b'{"n": 1}',
+    at: datetime | None = None, **policies: object,
+) -> wheel.Job:  # fmt: skip
+    """A one-off HTTP task due at once, or `at` (three attempts unless told otherwise)."""
     retry = policies.pop("retry_client_errors", False)
     chosen = {"max_attempts": 3, **QUICK_RETRY, **policies}
     created = await client.create_job(
         f"post-{uuid.uuid4().hex[:6]}", "",
-        wheel.at(datetime.now(UTC) + timedelta(milliseconds=200)), payload=payload,
+        wheel.at(at or datetime.now(UTC) + timedelta(milliseconds=200)), payload=payload,
         policies=Policies(**chosen),  # type: ignore[arg-type]
         http=HttpTask(url, retry_client_errors=bool(retry)),
     )  # fmt: skip
@@ -163,19 +164,83 @@ async def test_a_slow_answer_within_the_timeout_keeps_its_lease(client: AsyncCli
     assert [a.outcome for a in run.attempts] == [Outcome.SUCCEEDED]
 
 
-async def test_a_denied_address_is_refused_without_a_request(
+LOOPBACK_DENIED = "169.254.0.0/16,127.0.0.0/8,::1/128"
+
+
+async def test_a_url_the_runner_would_refuse_is_refused_when_the_job_is_made(
     start_node: NodeFactory, token: str
 ) -> None:
-    node = await start_node(notify_deny_networks="169.254.0.0/16,127.0.0.0/8")
+    """Named by its field, with the reason, and nothing written: such a run was recorded as
+    failed and retried (aiohttp refused the URL only when sending)."""
+    node = await start_node(notify_deny_networks=LOOPBACK_DENIED)
     await node.ready.wait()
     async with AsyncClient(node.address, token=token) as client, Receiver.running() as receiver:
-        run = await final(client, await posted(client, receiver.url))
+        port = receiver.url.split(":")[2].split("/")[0]
+        for url, reason in [
+            (receiver.url, r"wheel sends nothing there: 127\.0\.0\.1 is in the denied network"),
+            (f"http://[::ffff:127.0.0.1]:{port}/", "in the denied network 127.0.0.0/8"),
+            (f"http://\uff11\uff12\uff17.0.0.1:{port}/", "in the denied network 127.0.0.0/8"),
+            ("http://2852039166/", "'2852039166' is read as an IPv4 address"),
+            ("http://169.254.169.254./", "read as an IPv4 address"),
+            (f"http://0:{port}/", "'0' is read as an IPv4 address"),
+            (f"http://2130706433:{port}/", "read as an IPv4 address"),
+            (f"http://127.1:{port}/", "read as an IPv4 address"),
+        ]:
+            with pytest.raises(InvalidArgument, match=f"^http\\.url: .*{reason}"):
+                await posted(client, url)
+        with pytest.raises(InvalidArgument, match=r"^jobs\[1\]\.http\.url: .*IPv4"):
+            await client.create_jobs([
+                wheel.NewJob("fine", "", wheel.now(), http=HttpTask("https://hooks.example.com/")),
+                wheel.NewJob("bad", "", wheel.now(), http=HttpTask("http://0x7f.1/")),
+            ])  # fmt: skip
+        with pytest.raises(InvalidArgument, match=r"^policies\.notify_url: .*denied network"):
+            await client.create_job(
+                "hooked", "work", wheel.now(), policies=Policies(notify_url=receiver.url)
+            )
+        assert not (await client.list_jobs()).items, "nothing was written"
+        job = await posted(client, "https://hooks.example.com/run")
+        with pytest.raises(InvalidArgument, match=r"^job\.http\.url: .*IPv4"):
+            await client.update_job(
+                job.id, expected_version=job.version, http=HttpTask("http://2852039166/")
+            )
+        assert (await client.get_job(job.id)).http == HttpTask("https://hooks.example.com/run")
+        assert receiver.requests == []
+
+
+async def test_a_name_that_leads_to_a_denied_address_is_rejected_at_once(
+    start_node: NodeFactory, token: str
+) -> None:
+    """A name is not resolved when the job is made (what it leads to may change): the
+    attempt is refused before any request, and rejected, not retried."""
+    node = await start_node(notify_deny_networks=LOOPBACK_DENIED)
+    await node.ready.wait()
+    async with AsyncClient(node.address, token=token) as client, Receiver.running() as receiver:
+        named = receiver.url.replace("127.0.0.1", "localhost")
+        run = await final(client, await posted(client, named, max_attempts=3))
         assert receiver.requests == []
     assert run.status is ExecutionStatus.DEAD
     (attempt,) = run.attempts
     assert attempt.outcome is Outcome.REJECTED
     assert attempt.error is not None
-    assert "127.0.0.0/8" in attempt.error
+    assert attempt.error.startswith("refused: localhost leads to")
+    assert "in the denied network" in attempt.error
+
+
+async def test_a_url_stored_before_the_check_is_rejected_at_once(
+    node: SchedulerNode, client: AsyncClient, database_dsn: str
+) -> None:
+    """A job made before the check at create existed keeps its URL: the runner reads it as
+    the check does, and the attempt is rejected, not failed and retried."""
+    job = await posted(client, "https://hooks.example.com/run", max_attempts=3,
+                       at=datetime.now(UTC) + timedelta(seconds=2))  # fmt: skip
+    with psycopg.connect(database_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE jobs SET http_url = 'http://2852039166/' WHERE id = %s", (job.id,))
+    run = await final(client, job)
+    assert run.status is ExecutionStatus.DEAD
+    (attempt,) = run.attempts
+    assert attempt.outcome is Outcome.REJECTED
+    assert attempt.error is not None
+    assert "'2852039166' is read as an IPv4 address" in attempt.error
 
 
 async def test_an_attempt_given_up_elsewhere_is_cancelled_and_its_fence_refused(

@@ -7,9 +7,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from wheel.errors import BadSignature
-from wheel.http_tasks.call import Request, content_type, outcome_of
+from wheel.http_tasks.call import Caller, Request, content_type, outcome_of
 from wheel.http_tasks.headers import verify_http_task
 from wheel.model.executions import Outcome
+from wheel.model.notifications import DEFAULT_DENIED
+from wheel.notify.egress import EgressPolicy
 
 T0 = datetime(2026, 3, 29, 1, 30, tzinfo=UTC)
 SECRET = "whsec_" + "ab" * 32
@@ -106,3 +108,28 @@ def test_a_rotation_signs_with_both_secrets() -> None:
     assert sent["Wheel-Signature"].count("v1=") == 2
     for secret in (SECRET, old):
         verify_http_task(secret, sent, b'{"to": "priya"}', tolerance_s=10**10)
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://2852039166/", "read as an IPv4 address"),
+        ("http://169.254.169.254./", "read as an IPv4 address"),
+        ("http://0:8080/", "read as an IPv4 address"),
+        ("http://2130706433/", "read as an IPv4 address"),
+        ("http://127.1/", "read as an IPv4 address"),
+        ("http://[::ffff:169.254.169.254]/", "in the denied network 169.254.0.0/16"),
+        ("http://\uff11\uff12\uff17.0.0.1:9/", "in the denied network 127.0.0.0/8"),
+    ],
+)
+async def test_a_url_that_cannot_be_sent_is_rejected_without_a_request(
+    url: str, reason: str
+) -> None:
+    """Rejected (dead, no retry) before any connection: these never reach the network."""
+    policy = EgressPolicy.of([*DEFAULT_DENIED, "127.0.0.0/8"])
+    async with Caller(policy) as caller:
+        answer = await caller.post(request(url=url), clock=lambda: T0.timestamp())
+    assert answer.outcome is Outcome.REJECTED
+    assert answer.error is not None
+    assert answer.error.startswith("refused: ")
+    assert reason in answer.error

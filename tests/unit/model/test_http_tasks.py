@@ -78,3 +78,24 @@ def test_a_url_is_allowed_by_its_host(url: str, allowed: bool) -> None:
     patterns = ("hooks.example.com", "*.internal.example.com")
     assert host_allowed(patterns, url) is allowed
     assert host_allowed((), url), "no hosts chosen: any host"
+
+
+@pytest.mark.parametrize(
+    ("patterns", "url", "allowed"),
+    [
+        (("hooks.example.com",), "https://hooks.example.com./run", True),
+        (("hooks.example.com",), "https://\uff48\uff4f\uff4f\uff4b\uff53.example.com/run", True),
+        (("*.example.com",), "https://a.example.com./", True),
+        (("[2001:db8::1]",), "https://[2001:DB8:0::1]/", True),
+        (("2001:db8:0::1",), "https://[2001:db8::1]/", True),
+        (("10.0.0.7",), "http://10.0.0.7:8080/", True),
+        # Read as the sender reads them: an address is not a name, an unreadable URL no host.
+        (("10.0.0.7",), "http://167772167/", False),
+        (("*.example.com",), "http://a.example.com\\@169.254.169.254/", False),
+        (("*.internal",), "http://x.internal%2f/", False),
+    ],
+)
+def test_the_host_is_the_one_the_sender_connects_to(
+    patterns: tuple[str, ...], url: str, allowed: bool
+) -> None:
+    assert host_allowed(patterns, url) is allowed

@@ -66,6 +66,31 @@ def test_bad_settings_name_the_field(overrides: dict[str, object], field: str) -
     assert raised.value.field == field
 
 
+def test_the_session_cookie_is_secure_when_browsers_reach_the_dashboard_over_https() -> None:
+    assert not config(http_listen="0.0.0.0:8080").secure_cookie, "the node's own plain HTTP"
+    behind_tls = config(http_listen="0.0.0.0:8080", http_public_url="https://wheel.example.com")
+    assert behind_tls.secure_cookie
+    assert config(http_listen=":8080", http_public_url="HTTPS://wheel.example.com/").secure_cookie
+    assert not config(http_listen=":8080", http_public_url="http://wheel.lan:8080").secure_cookie
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["wheel.example.com", "//wheel.example.com", "ftp://wheel.example.com",
+     "https://wheel.example.com/wheel", "https://wheel.example.com/?a=1",
+     "https://u@wheel.example.com", "https://wheel.example.com:99999", "https://"],
+)  # fmt: skip
+def test_the_public_url_is_an_http_origin(url: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        config(http_listen="0.0.0.0:8080", http_public_url=url)
+    assert raised.value.field == "http_public_url"
+
+
+def test_a_public_url_without_a_dashboard_is_a_mistake() -> None:
+    with pytest.raises(ConfigError, match="set http_listen too"):
+        config(http_public_url="https://wheel.example.com")
+
+
 def test_denied_networks_default_to_metadata_and_link_local_and_can_be_replaced() -> None:
     assert "169.254.0.0/16" in config().denied_networks
     assert config(notify_deny_networks=" 10.0.0.0/8 , ,fe80::/10").denied_networks == (

@@ -20,6 +20,7 @@ from wheel.api.server.job_refs import resolve
 from wheel.api.server.registration import (
     Registered,
     check_http_hosts,
+    check_targets,
     register_job,
     register_jobs,
 )
@@ -36,6 +37,7 @@ from wheel.errors import (
 from wheel.model.executions import DueOccurrence, NewOccurrence, Trigger
 from wheel.model.ids import ExecutionKey, JobId, TenantId
 from wheel.model.jobs import Job, JobStatus, OverlapPolicy, Policies, ScheduleKind
+from wheel.notify.egress import DEFAULT_EGRESS, EgressPolicy
 from wheel.schedule import SchedulePlan, compile_schedule, preview
 from wheel.store import Store
 from wheel.timestamps import to_timestamp
@@ -70,11 +72,14 @@ class JobsApi:
         served: ServedView | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         handoff: Callable[[Sequence[DueOccurrence]], object] | None = None,
+        egress: EgressPolicy = DEFAULT_EGRESS,
     ) -> None:
         """`handoff` is given the runs of the one-off jobs each call created (committed):
         a node hands them to its own engine, which claims at once those it owns and that
-        are due (see Engine.add_created)."""
+        are due (see Engine.add_created). `egress`: the node's own, so a URL its senders
+        would refuse is refused when a job names it."""
         self._store = store
+        self._egress = egress
         self._served = served
         self._handoff = handoff
         self._partitions = partitions
@@ -118,6 +123,7 @@ class JobsApi:
                     partitions=self._partitions,
                     job_id=job_id,
                     clock=lambda: now,
+                    egress=self._egress,
                 )
         except NameTaken:
             # Another job has the name: the same definition is a repeated create.
@@ -192,7 +198,7 @@ class JobsApi:
         try:
             registered = await register_jobs(
                 self._store, tenant, specs, partitions=self._partitions, job_ids=ids,
-                clock=lambda: now,
+                clock=lambda: now, egress=self._egress,
             )  # fmt: skip
         except InvalidArgument as exc:
             named = exc.in_batch()
@@ -299,6 +305,7 @@ class JobsApi:
             http=given.http if given.HasField("http") else None,
         )  # fmt: skip
         current = await self._store.jobs.get(tenant, job_id)
+        check_targets(self._egress, [("job.", spec)])
         await check_http_hosts(self._store, tenant, [("job.", spec)])
         if spec.schedule != current.spec.schedule and (
             current.spec.schedule.kind is not ScheduleKind.CRON

@@ -8,7 +8,7 @@ from wheel.api.server.rpc import Rpc, Service
 from wheel.errors import InvalidArgument
 from wheel.model.ids import TenantId
 from wheel.model.notifications import Webhook, notify_statuses
-from wheel.model.urls import check_webhook_url
+from wheel.notify.egress import DEFAULT_EGRESS, EgressPolicy
 from wheel.store import Store
 from wheel.timestamps import to_timestamp
 
@@ -25,8 +25,10 @@ def webhook_to(webhook: Webhook) -> api.Webhook:
 
 
 class NotificationsApi:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, egress: EgressPolicy = DEFAULT_EGRESS) -> None:
+        """`egress`: the node's own, so a URL its senders would refuse is refused when set."""
         self._store = store
+        self._egress = egress
 
     def service(self) -> Service:
         return Service(
@@ -42,7 +44,7 @@ class NotificationsApi:
 
     async def set(self, request: api.SetWebhookRequest, tenant: TenantId) -> api.Webhook:
         if request.url:
-            check_webhook_url("url", request.url)
+            self._egress.admit("url", request.url)
         statuses = []
         for index, value in enumerate(request.on):
             status = convert.EXECUTION_STATUS_FROM.get(value)

@@ -2,10 +2,12 @@
 
 One path for every caller (the public API, `wheel dev`'s examples, tests):
 the schedule is compiled first (a bad one is an InvalidArgument naming the
-field and nothing is written); the job's partition is a stable hash of its
-id over the cluster's partition count; a NOW or AT job gets its single
-occurrence in the same transaction as the job, so it cannot exist without
-it. Recurring jobs are left to the materialiser of their partition.
+field and nothing is written); the URLs a job sends to (its HTTP task's and
+its own webhook's) are read as the senders will read them and refused when
+they could not be sent or name a denied address (`check_targets`); the job's
+partition is a stable hash of its id over the cluster's partition count; a
+NOW or AT job gets its single occurrence in the same transaction as the job,
+so it cannot exist without it. Recurring jobs are left to the materialiser of their partition.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from wheel.model.executions import NewOccurrence, Trigger
 from wheel.model.http_tasks import host_allowed
 from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId, new_job_id, partition_of
 from wheel.model.jobs import Job, JobSpec
+from wheel.notify.egress import DEFAULT_EGRESS, EgressPolicy
 from wheel.schedule import SchedulePlan, compile_schedule
 from wheel.store import Store
 
@@ -35,6 +38,17 @@ class RegisteredMany:
 
     registered: list[Registered]
     existed: frozenset[JobId]
+
+
+def check_targets(egress: EgressPolicy, specs: Sequence[tuple[str, JobSpec]]) -> None:
+    """InvalidArgument (`<prefix>http.url`, `<prefix>policies.notify_url`) for a URL the
+    senders would refuse: one they cannot read as a URL to send to, or an address `egress`
+    denies. Checked when a job is made or changed, so such a run is never attempted."""
+    for prefix, spec in specs:
+        if spec.http is not None:
+            egress.admit(f"{prefix}http.url", spec.http.url)
+        if spec.policies.notify_url:
+            egress.admit(f"{prefix}policies.notify_url", spec.policies.notify_url)
 
 
 async def check_http_hosts(
@@ -64,10 +78,13 @@ async def register_job(
     partitions: int,
     job_id: JobId | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    egress: EgressPolicy = DEFAULT_EGRESS,
 ) -> Registered:
-    """Store a new job (and a one-off's occurrence); InvalidArgument if its schedule is bad."""
+    """Store a new job (and a one-off's occurrence); InvalidArgument if its schedule is bad
+    or it sends to a URL `egress` refuses."""
     job_id = job_id or new_job_id()
     plan, partition, occurrences = _prepare(tenant_id, spec, job_id, partitions, clock())
+    check_targets(egress, [("", spec)])
     await check_http_hosts(store, tenant_id, [("", spec)])
     job = await store.jobs.create(tenant_id, job_id, partition, spec, occurrences)
     return Registered(job, plan)
@@ -81,6 +98,7 @@ async def register_jobs(
     partitions: int,
     job_ids: Sequence[JobId | None] | None = None,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    egress: EgressPolicy = DEFAULT_EGRESS,
 ) -> RegisteredMany:
     """Store many jobs at once, all or none (see `Jobs.create_many`).
 
@@ -97,6 +115,7 @@ async def register_jobs(
             prepared.append((job_id, *_prepare(tenant_id, spec, job_id, partitions, now)))
         except InvalidArgument as exc:
             raise InvalidArgument(f"jobs[{index}].{exc.field}", exc.reason) from None
+    check_targets(egress, [(f"jobs[{i}].", s) for i, s in enumerate(specs)])
     await check_http_hosts(store, tenant_id, [(f"jobs[{i}].", s) for i, s in enumerate(specs)])
     rows = [(job_id, partition, spec)
             for (job_id, _, partition, _), spec in zip(prepared, specs, strict=True)]  # fmt: skip
