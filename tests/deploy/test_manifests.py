@@ -30,6 +30,7 @@ from tests.kubelet import BASE, K8S, ROOT, by_name, container_of, pod_env, rende
 from wheel.cli.executor import executor
 from wheel.cli.scheduler import scheduler
 from wheel.executor.config import ExecutorConfig
+from wheel.model.notifications import DEFAULT_DENIED
 from wheel.probes import STALL_AFTER_S
 from wheel.scheduler.config import SchedulerConfig
 
@@ -410,6 +411,31 @@ def test_the_ingress_example_reaches_the_nodes_http_port_over_tls() -> None:
     service = _base()[("Service", backend["name"])]
     assert backend["port"]["name"] in {p["name"] for p in service["spec"]["ports"]}
     assert "publishNotReadyAddresses" not in service["spec"], "ready nodes only"
+
+
+def test_the_session_cookie_is_secure_at_the_ingress_host() -> None:
+    """Browsers reach the dashboard at the Ingress host over https: the nodes are told
+    that origin, which makes the session cookie Secure behind the TLS-terminating proxy."""
+    (ingress,) = _documents(BASE / "ingress.example.yaml")
+    (rule,) = ingress["spec"]["rules"]
+    base = _base()
+    public = _env(base[("StatefulSet", "wheel-scheduler")], base)["WHEEL_HTTP_PUBLIC_URL"]
+    assert public == f"https://{rule['host']}"
+
+
+def test_http_tasks_and_webhooks_are_denied_the_cluster_s_own_ranges() -> None:
+    """What the NetworkPolicy keeps nodes from reaching, the nodes refuse themselves (at
+    create, naming the field, and at send), with a clear error instead of a timeout."""
+    base = _base()
+    env = _env(base[("StatefulSet", "wheel-scheduler")], base)
+    denied = [ipaddress.ip_network(n) for n in env["WHEEL_NOTIFY_DENY_NETWORKS"].split(",")]
+    policy = base[("NetworkPolicy", "wheel-scheduler")]
+    (public,) = [rule for rule in policy["spec"]["egress"] if "to" in rule]
+    excluded = [ipaddress.ip_network(n) for b in public["to"] for n in b["ipBlock"]["except"]]
+    for network in excluded:
+        assert any(network.subnet_of(d) for d in denied if d.version == network.version), network
+    defaults = [ipaddress.ip_network(n) for n in DEFAULT_DENIED]
+    assert set(defaults) <= set(denied), "the defaults stay denied"
 
 
 def test_editing_the_configuration_rolls_the_pods_that_read_it(tmp_path: Path) -> None:
