@@ -271,6 +271,8 @@ class Pod:
             async with asyncio.timeout(within_s):
                 while not wanted():
                     assert not self.restarts_due, (self.name, self.restarts_due)
+                    exited = self.popen.poll() if self.popen is not None else None
+                    assert exited is None, f"{self.name} exited ({exited}): {self.tail()}"
                     await asyncio.sleep(0.1)  # the kubelet's own record: polled, as kubectl does
         except TimeoutError:
             raise AssertionError(
@@ -284,12 +286,17 @@ class Pod:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
 
+_ANY_ADDRESS = re.compile(r"(?<![\d.])0\.0\.0\.0(?=:\d+$)")
+"""0.0.0.0 as the host of a `host:port` listen address (not in a network like 10.0.0.0/8)."""
+
+
 def resolve(env: Mapping[str, str], names: Mapping[str, str], bind: str) -> dict[str, str]:
-    """The environment as seen from a pod at `bind`: "0.0.0.0" is the pod's own address,
-    and each cluster DNS name in `names` (longest first) becomes the address behind it."""
+    """The environment as seen from a pod at `bind`: a listen address on 0.0.0.0 is on the
+    pod's own address, and each cluster DNS name in `names` (longest first) becomes the
+    address behind it."""
     resolved = {}
     for key, value in env.items():
-        value = value.replace("0.0.0.0", bind)
+        value = _ANY_ADDRESS.sub(bind, value)
         for name in sorted(names, key=len, reverse=True):
             value = value.replace(name, names[name])
         resolved[key] = value
