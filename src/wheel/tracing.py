@@ -2,7 +2,8 @@
 
     pip install 'wheel-scheduler[otel]'
     wheel scheduler --tracing ...    # or WHEEL_TRACING=1; likewise wheel executor
-    # the exporter follows the standard OTEL_* variables (OTEL_EXPORTER_OTLP_ENDPOINT, ...)
+    # exporter and resource follow the standard OTEL_* variables: OTEL_EXPORTER_OTLP_ENDPOINT,
+    # OTEL_EXPORTER_OTLP_PROTOCOL (grpc, the default, or http/protobuf), OTEL_SERVICE_NAME, ...
 
 Each attempt of a run is a `wheel.attempt` span on the node that claimed it,
 with children `wheel.claim` (the claim statement), `wheel.dispatch` (the
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from wheel.model.ids import ExecutionKey
 
 _tracer: Tracer | None = None
+_provider: TracerProvider | None = None
+"""The provider `enable` made (not one it was given): `disable` shuts it down."""
 _open: OrderedDict[tuple[str, int], Span] = OrderedDict()
 """The node's attempts between dispatch and record, oldest first."""
 MAX_OPEN = 100_000
@@ -46,37 +49,35 @@ INSTRUMENTATION = "wheel"
 
 
 def enable(service_name: str, provider: TracerProvider | None = None) -> None:
-    """Trace from now on, into `provider` (default: an OTLP exporter set by OTEL_* variables)."""
-    global _tracer
+    """Trace from now on, into `provider` (default: the OTLP exporter and the resource the
+    standard OTEL_* variables describe, named `service_name` unless they name the service)."""
+    global _tracer, _provider
+    disable()
     if provider is None:
         try:
-            provider = _otlp_provider(service_name)
+            from wheel.otlp import provider_from_environment
+
+            provider = provider_from_environment(service_name)
         except ImportError:
             raise ConfigError(
                 "tracing", "needs the otel extra: pip install 'wheel-scheduler[otel]'"
             ) from None
+        _provider = provider
     _tracer = provider.get_tracer(INSTRUMENTATION)
 
 
 def disable() -> None:
-    global _tracer
+    """Trace no more; the provider `enable` made exports what it holds, then shuts down."""
+    global _tracer, _provider
     _tracer = None
     _open.clear()
+    provider, _provider = _provider, None
+    if provider is not None:
+        provider.shutdown()
 
 
 def enabled() -> bool:
     return _tracer is not None
-
-
-def _otlp_provider(service_name: str) -> TracerProvider:
-    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    provider = TracerProvider(resource=Resource.create({SERVICE_NAME: service_name}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    return provider
 
 
 def _run_ids(execution_id: str) -> tuple[int, int]:
