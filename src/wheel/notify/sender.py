@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from wheel import tracing
+from wheel.errors import type_name
 from wheel.model.notifications import DEFAULT_DENIED, redacted
 from wheel.model.urls import literal_address
 from wheel.notify import payload
@@ -63,6 +65,8 @@ class Tried:
     give_up: bool
     error: str | None = None
     status_code: int | None = None
+    error_type: str | None = None
+    """A failure's class, for its span: the HTTP status, `timeout`, or the error's type."""
 
 
 def backoff_s(tries: int, settings: SendSettings, rand: Callable[[], float]) -> float:
@@ -153,6 +157,18 @@ class Sender:
 
     async def try_once(self, due: Due) -> Tried:
         """POST `due` once; never raises for what the receiver or the network does."""
+        span = tracing.notify_started(due.key.id, due.id, due.url)
+        if span is None:
+            return await self._try_once(due)
+        tried = Tried(False, False, "cancelled", None, "cancelled")  # unless it ends
+        try:
+            tried = await self._try_once(due)
+            return tried
+        finally:
+            tracing.notify_ended(span, None if tried.delivered else tried.error,
+                                 tried.error_type, tried.status_code)  # fmt: skip
+
+    async def _try_once(self, due: Due) -> Tried:
         assert self._session is not None, "use the Sender as an async context manager"
         literal = literal_address(due.url)
         try:
@@ -170,14 +186,19 @@ class Sender:
                 await response.read()
                 if 200 <= response.status < 300:
                     return Tried(True, False, None, response.status)
-                return Tried(False, False, f"HTTP {response.status}", response.status)
+                status = response.status
+                return Tried(False, False, f"HTTP {status}", status, str(status))
         except EgressRefused as exc:
-            return Tried(False, True, f"refused: {exc}"[:_ERROR_LIMIT])
+            return Tried(False, True, f"refused: {exc}"[:_ERROR_LIMIT], None, type_name(exc))
         except aiohttp.ClientConnectorError as exc:
+            cause = type_name(exc.os_error)
             if isinstance(exc.os_error, EgressRefused):
-                return Tried(False, True, f"refused: {exc.os_error}"[:_ERROR_LIMIT])
-            return Tried(False, False, f"cannot connect: {exc.os_error}"[:_ERROR_LIMIT])
+                return Tried(False, True, f"refused: {exc.os_error}"[:_ERROR_LIMIT], None, cause)
+            return Tried(False, False, f"cannot connect: {exc.os_error}"[:_ERROR_LIMIT], None,
+                         cause)  # fmt: skip
         except TimeoutError:
-            return Tried(False, False, f"no answer within {self._settings.timeout_s:g} s")
+            return Tried(False, False, f"no answer within {self._settings.timeout_s:g} s", None,
+                         "timeout")  # fmt: skip
         except aiohttp.ClientError as exc:
-            return Tried(False, False, f"{type(exc).__name__}: {exc}"[:_ERROR_LIMIT])
+            return Tried(False, False, f"{type(exc).__name__}: {exc}"[:_ERROR_LIMIT], None,
+                         type_name(exc))  # fmt: skip
