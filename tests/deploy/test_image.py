@@ -97,6 +97,17 @@ def test_the_image_can_trace_over_both_otlp_protocols_and_has_no_local_servers(
 
 
 @pytest.mark.timeout(BUILD_TIMEOUT_S)
+def test_the_cli_starts_on_the_current_rich(image: Built) -> None:
+    """rich 15 (April 2026) is its current major; a pin that shut it out kept the image
+    on 14. The scheduler's --help above runs through it."""
+    done = image.run(
+        ["-c", "import importlib.metadata as m; print(m.version('rich'))"], entrypoint=["python"]
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.split(".")[0]) >= 15
+
+
+@pytest.mark.timeout(BUILD_TIMEOUT_S)
 def test_the_image_holds_the_environment_not_the_sources(image: Built) -> None:
     python = shutil.which("python", path=image.env["PATH"])
     assert python is not None
