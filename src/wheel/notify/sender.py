@@ -160,13 +160,15 @@ class Sender:
         span = tracing.notify_started(due.key.id, due.id, due.url)
         if span is None:
             return await self._try_once(due)
-        tried = Tried(False, False, "cancelled", None, "cancelled")  # unless it ends
         try:
             tried = await self._try_once(due)
-            return tried
-        finally:
-            tracing.notify_ended(span, None if tried.delivered else tried.error,
-                                 tried.error_type, tried.status_code)  # fmt: skip
+        except BaseException as exc:  # cancelled (the node stops), or a bug
+            kind = "cancelled" if isinstance(exc, asyncio.CancelledError) else type_name(exc)
+            tracing.notify_ended(span, kind, kind, None)
+            raise
+        tracing.notify_ended(span, None if tried.delivered else tried.error,
+                             tried.error_type, tried.status_code)  # fmt: skip
+        return tried
 
     async def _try_once(self, due: Due) -> Tried:
         assert self._session is not None, "use the Sender as an async context manager"
