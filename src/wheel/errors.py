@@ -45,6 +45,15 @@ def first_line(error: str | None) -> str:
     return (error or "").strip().split("\n", 1)[0]
 
 
+def type_name(exc: BaseException) -> str:
+    """The exception's class as errors name it: `ValueError`, `aiohttp.client_exceptions.
+    ClientOSError` (a builtin bare, any other qualified by its module)."""
+    kind = type(exc)
+    if kind.__module__ == "builtins":
+        return kind.__qualname__
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
 class WheelError(Exception):
     """Base of every error wheel raises on purpose."""
 

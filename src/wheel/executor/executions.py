@@ -572,7 +572,8 @@ class Executions:
         self._runs.pop(run.key, None)
         if run.span is not None:
             ended = report.outcome.name.lower() if report is not None else "stale"
-            tracing.handler_ended(run.span, ended, report.error if report is not None else "")
+            tracing.handler_ended(run.span, ended, report.error if report is not None else "",
+                                  error_type=run.error_type(report))  # fmt: skip
             run.span = None
         if report is not None:
             self._outbox.add(report, run.origin)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from wheel._proto.wheel.v1 import executor_pb2 as pb
+from wheel.errors import type_name
 from wheel.model.ids import ExecutionId, JobId
 from wheel.timestamps import set_timestamp, to_datetime
 
@@ -120,12 +121,7 @@ def result_to_proto(report: Report) -> pb.Result:
 
 def describe_error(exc: BaseException) -> str:
     """`Type: message`, then the last frames of the traceback; at most ERROR_LIMIT_BYTES."""
-    kind = type(exc)
-    name = (
-        kind.__qualname__
-        if kind.__module__ == "builtins"
-        else f"{kind.__module__}.{kind.__qualname__}"
-    )
+    name = type_name(exc)
     head = _cap_head(f"{name}: {exc}" if str(exc) else name)
     frames = "".join(traceback.format_tb(exc.__traceback__, limit=-_TRACEBACK_FRAMES))
     text = f"{head}\n{frames}".rstrip("\n")

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from wheel.errors import type_name
 from wheel.executor.connection import Stream
 from wheel.executor.context import TaskContext
 from wheel.executor.messages import Dispatch, Outcome, Report, describe_error
@@ -111,6 +112,22 @@ class Run:
             error = stop.error(self.dispatch.deadline)
             return self.report(Outcome.NOT_STARTED, error, finished_at)
         return self.report(Outcome.FAILED, stop.error(self.dispatch.deadline), finished_at)
+
+    def error_type(self, report: Report | None) -> str | None:
+        """What its span's `error.type` says: the class of the exception its handler raised,
+        the stop that ended it, `stale`, or its outcome (None when it succeeded)."""
+        if report is None:
+            return "stale"
+        if report.outcome is Outcome.SUCCEEDED:
+            return None
+        if self.stop is not None:
+            return self.stop.kind
+        handler = self.handler
+        if handler is not None and handler.done() and not handler.cancelled():
+            exc = handler.exception()
+            if exc is not None:
+                return type_name(exc)
+        return report.outcome.name.lower()
 
     def finished_report(self, handler: asyncio.Future[object], finished_at: datetime) -> Report:
         """What a handler that returned (or raised) reports."""

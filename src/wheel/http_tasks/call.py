@@ -23,6 +23,7 @@ from datetime import datetime
 
 import aiohttp
 
+from wheel.errors import type_name
 from wheel.http_tasks import headers as h
 from wheel.model.executions import Outcome
 from wheel.notify.egress import EgressPolicy, EgressRefused, checked_session
@@ -80,6 +81,9 @@ class Answer:
     outcome: Outcome
     error: str | None = None
     status_code: int | None = None
+    error_type: str | None = None
+    """A failure's class, for its span: the HTTP status (`503`), `timeout`, or the error's
+    type (`ConnectionRefusedError`, `wheel.notify.egress.EgressRefused`)."""
 
 
 def content_type(body: bytes) -> str:
@@ -127,7 +131,10 @@ class Caller:
         now = clock()
         timeout_s = request.deadline.timestamp() - now
         if timeout_s <= 0:
-            return Answer(Outcome.FAILED, "the deadline passed before the request was sent")
+            return Answer(
+                Outcome.FAILED, "the deadline passed before the request was sent",
+                error_type="timeout",
+            )  # fmt: skip
         try:
             target = self._policy.target(request.url)
             async with self._session.post(
@@ -146,16 +153,22 @@ class Caller:
                     error += " (redirects are not followed)"
                 if line := _first_line(body):
                     error += f": {line}"
-                return Answer(outcome, error[:_ERROR_LIMIT], response.status)
+                return Answer(outcome, error[:_ERROR_LIMIT], response.status, str(response.status))
         except EgressRefused as exc:
-            return Answer(Outcome.REJECTED, f"refused: {exc}"[:_ERROR_LIMIT])
+            return Answer(Outcome.REJECTED, f"refused: {exc}"[:_ERROR_LIMIT], None, type_name(exc))
         except aiohttp.ClientConnectorError as exc:
+            cause = type_name(exc.os_error)
             if isinstance(exc.os_error, EgressRefused):
-                return Answer(Outcome.REJECTED, f"refused: {exc.os_error}"[:_ERROR_LIMIT])
-            return Answer(Outcome.FAILED, f"cannot connect: {exc.os_error}"[:_ERROR_LIMIT])
+                return Answer(Outcome.REJECTED, f"refused: {exc.os_error}"[:_ERROR_LIMIT], None,
+                              cause)  # fmt: skip
+            return Answer(Outcome.FAILED, f"cannot connect: {exc.os_error}"[:_ERROR_LIMIT], None,
+                          cause)  # fmt: skip
         except TimeoutError:
-            return Answer(Outcome.FAILED, f"no answer within {timeout_s:.3g} s (the deadline)")
+            return Answer(Outcome.FAILED, f"no answer within {timeout_s:.3g} s (the deadline)",
+                          None, "timeout")  # fmt: skip
         except aiohttp.InvalidURL as exc:  # what the parser let through and aiohttp did not
-            return Answer(Outcome.REJECTED, f"refused: not a URL to send to: {exc}"[:_ERROR_LIMIT])
+            return Answer(Outcome.REJECTED, f"refused: not a URL to send to: {exc}"[:_ERROR_LIMIT],
+                          None, type_name(exc))  # fmt: skip
         except aiohttp.ClientError as exc:
-            return Answer(Outcome.FAILED, f"{type(exc).__name__}: {exc}"[:_ERROR_LIMIT])
+            return Answer(Outcome.FAILED, f"{type(exc).__name__}: {exc}"[:_ERROR_LIMIT], None,
+                          type_name(exc))  # fmt: skip

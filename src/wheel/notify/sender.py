@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from wheel import tracing
+from wheel.errors import type_name
 from wheel.model.notifications import DEFAULT_DENIED, redacted
 from wheel.notify import payload
 from wheel.notify.egress import EgressPolicy, EgressRefused, checked_session
@@ -64,6 +66,8 @@ class Tried:
     give_up: bool
     error: str | None = None
     status_code: int | None = None
+    error_type: str | None = None
+    """A failure's class, for its span: the HTTP status, `timeout`, or the error's type."""
 
 
 def backoff_s(tries: int, settings: SendSettings, rand: Callable[[], float]) -> float:
@@ -154,6 +158,20 @@ class Sender:
 
     async def try_once(self, due: Due) -> Tried:
         """POST `due` once; never raises for what the receiver or the network does."""
+        span = tracing.notify_started(due.key.id, due.id, due.url)
+        if span is None:
+            return await self._try_once(due)
+        try:
+            tried = await self._try_once(due)
+        except BaseException as exc:  # cancelled (the node stops), or a bug
+            kind = "cancelled" if isinstance(exc, asyncio.CancelledError) else type_name(exc)
+            tracing.notify_ended(span, kind, kind, None)
+            raise
+        tracing.notify_ended(span, None if tried.delivered else tried.error,
+                             tried.error_type, tried.status_code)  # fmt: skip
+        return tried
+
+    async def _try_once(self, due: Due) -> Tried:
         assert self._session is not None, "use the Sender as an async context manager"
         try:
             target = self._policy.target(due.url)
@@ -169,16 +187,22 @@ class Sender:
                 await response.read()
                 if 200 <= response.status < 300:
                     return Tried(True, False, None, response.status)
-                return Tried(False, False, f"HTTP {response.status}", response.status)
+                status = response.status
+                return Tried(False, False, f"HTTP {status}", status, str(status))
         except EgressRefused as exc:
-            return Tried(False, True, f"refused: {exc}"[:_ERROR_LIMIT])
+            return Tried(False, True, f"refused: {exc}"[:_ERROR_LIMIT], None, type_name(exc))
         except aiohttp.ClientConnectorError as exc:
+            cause = type_name(exc.os_error)
             if isinstance(exc.os_error, EgressRefused):
-                return Tried(False, True, f"refused: {exc.os_error}"[:_ERROR_LIMIT])
-            return Tried(False, False, f"cannot connect: {exc.os_error}"[:_ERROR_LIMIT])
+                return Tried(False, True, f"refused: {exc.os_error}"[:_ERROR_LIMIT], None, cause)
+            return Tried(False, False, f"cannot connect: {exc.os_error}"[:_ERROR_LIMIT], None,
+                         cause)  # fmt: skip
         except TimeoutError:
-            return Tried(False, False, f"no answer within {self._settings.timeout_s:g} s")
+            return Tried(False, False, f"no answer within {self._settings.timeout_s:g} s", None,
+                         "timeout")  # fmt: skip
         except aiohttp.InvalidURL as exc:  # what the parser let through and aiohttp did not
-            return Tried(False, True, f"refused: not a URL to send to: {exc}"[:_ERROR_LIMIT])
+            return Tried(False, True, f"refused: not a URL to send to: {exc}"[:_ERROR_LIMIT],
+                         None, type_name(exc))  # fmt: skip
         except aiohttp.ClientError as exc:
-            return Tried(False, False, f"{type(exc).__name__}: {exc}"[:_ERROR_LIMIT])
+            return Tried(False, False, f"{type(exc).__name__}: {exc}"[:_ERROR_LIMIT], None,
+                         type_name(exc))  # fmt: skip

@@ -164,7 +164,7 @@ class HttpRunner:
         self._engine.recorder.heartbeat(link, fenced)
         span = tracing.handler_started(
             key.id, key.job_id, claimed.task_type, claimed.attempt, claimed.fence,
-            dispatch.traceparent,
+            dispatch.traceparent, url=claimed.http.url,
         )  # fmt: skip
         request = Request(
             url=claimed.http.url,
@@ -187,7 +187,10 @@ class HttpRunner:
             raise
         finally:
             beating.cancel()
-        tracing.handler_ended(span, answer.outcome.value, answer.error or "")
+        tracing.handler_ended(
+            span, answer.outcome.value, answer.error or "",
+            error_type=answer.error_type, http_status=answer.status_code,
+        )  # fmt: skip
         return answer.outcome, answer.error
 
     async def _beat(self, link: Link, fenced: Fenced) -> None:

@@ -17,7 +17,7 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import StatusCode, get_current_span
+from opentelemetry.trace import SpanKind, StatusCode, get_current_span
 
 from tests.integration.nodes import NodeFactory
 from tests.integration.notify.receiver import Receiver
@@ -146,6 +146,7 @@ async def test_a_run_is_one_trace_from_claim_to_record_across_attempts(
                     and parent_of(s) == dispatch.context.span_id]  # fmt: skip
         assert len(handlers) == 1, "the handler continues the dispatch"
         handler = handlers[0]
+        assert handler.kind is SpanKind.CONSUMER, "an executor processes the dispatch"
         assert (handler.attributes or {})["wheel.fence"] == a["wheel.fence"]
         assert (handler.attributes or {})["wheel.attempt"] == a["wheel.attempt"]
         assert dispatch.start_time <= handler.start_time  # type: ignore[operator]
@@ -176,7 +177,10 @@ async def test_an_http_task_sends_its_traceparent(
     (handler,) = [s for s in spans.get_finished_spans() if s.name == "wheel.handler"
                   and (s.attributes or {}).get("wheel.execution.id") == execution_id]  # fmt: skip
     assert f"{handler.context.span_id:016x}" == span_id, "the request carries the runner's span"
+    assert handler.kind is SpanKind.CLIENT, "the runner's span is the POST's client side"
     assert (handler.attributes or {})["wheel.outcome"] == "succeeded"
+    assert (handler.attributes or {})["http.response.status_code"] == 200
+    assert (handler.attributes or {})["url.full"] == receiver.url
 
 
 def test_log_lines_carry_the_span_they_were_written_in(spans: InMemorySpanExporter) -> None:

@@ -15,6 +15,8 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
 
 from wheel.executor.connection import Stream
 from wheel.executor.context import TaskContext
@@ -302,6 +304,35 @@ async def test_an_exception_fails_with_type_message_and_traceback(
     assert report.error.startswith(f"{__name__}.PayloadError: bad payload xxx")
     assert "failing_handler" in report.error
     assert len(report.error.encode()) <= ERROR_LIMIT_BYTES
+
+
+async def test_a_runs_span_consumes_it_and_names_what_failed_it(
+    harness: Callable[..., Harness], spans: InMemorySpanExporter
+) -> None:
+    h = harness(concurrency=3)
+
+    def raising(ctx: TaskContext) -> None:
+        raise PayloadError("bad payload")
+
+    async def endless(ctx: TaskContext) -> None:
+        await asyncio.Event().wait()
+
+    h.task(raising, "raising")
+    h.task(endless, "endless")
+    h.task(noop, "noop")
+    sent = {
+        task: h.send(make_dispatch(task=task, deadline_in_s=0.2))
+        for task in ("raising", "endless", "noop")
+    }
+    for dispatch in sent.values():
+        await h.kept.report_of(dispatch)
+    made = {(span.attributes or {})["wheel.task_type"]: span for span in spans.get_finished_spans()}
+    assert {span.kind for span in made.values()} == {SpanKind.CONSUMER}
+    assert (made["raising"].attributes or {})["error.type"] == f"{__name__}.PayloadError"
+    assert (made["endless"].attributes or {})["error.type"] == "timeout"
+    assert made["raising"].status.status_code is StatusCode.ERROR
+    assert "error.type" not in (made["noop"].attributes or {})
+    assert made["noop"].status.status_code is StatusCode.UNSET
 
 
 async def test_stopped_while_waiting_for_its_instant_or_a_slot(

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tests.unit.answering import answering, refusing_url
 from wheel.errors import BadSignature
 from wheel.http_tasks.call import Caller, Request, content_type, outcome_of
 from wheel.http_tasks.headers import verify_http_task
@@ -133,3 +134,24 @@ async def test_a_url_that_cannot_be_sent_is_rejected_without_a_request(
     assert answer.error is not None
     assert answer.error.startswith("refused: ")
     assert reason in answer.error
+
+
+def due_soon(url: str) -> Request:
+    return request(url=url, deadline=datetime.now(UTC) + timedelta(seconds=5))
+
+
+async def test_a_failed_post_says_its_class_of_error_for_its_span() -> None:
+    async with answering([503, 200]) as url, Caller(EgressPolicy.of(())) as caller:
+        busy = await caller.post(due_soon(url))
+        assert (busy.outcome, busy.status_code, busy.error_type) == (Outcome.FAILED, 503, "503")
+        ok = await caller.post(due_soon(url))
+        assert (ok.outcome, ok.error_type) == (Outcome.SUCCEEDED, None)
+        late = await caller.post(request(url=url))  # its deadline passed long ago
+        assert (late.outcome, late.error_type) == (Outcome.FAILED, "timeout")
+        refused = await caller.post(due_soon(refusing_url()))
+        assert (refused.outcome, refused.error_type) == (Outcome.FAILED, "ConnectionRefusedError")
+    async with Caller(EgressPolicy.of(["127.0.0.0/8"])) as denied:
+        answer = await denied.post(due_soon(url))
+        assert (answer.outcome, answer.error_type) == (
+            Outcome.REJECTED, "wheel.notify.egress.EgressRefused",
+        )  # fmt: skip

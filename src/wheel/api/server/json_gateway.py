@@ -32,7 +32,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from wheel.api.server.auth import Authenticator
-from wheel.api.server.rpc import Rpc, Service, answer
+from wheel.api.server.rpc import Protocol, Rpc, Service, answer
 from wheel.api.status import Status
 from wheel.errors import InvalidArgument
 
@@ -55,6 +55,10 @@ _CONNECT: dict[grpc.StatusCode, tuple[str, int]] = {
     grpc.StatusCode.DATA_LOSS: ("data_loss", 500),
     grpc.StatusCode.UNAUTHENTICATED: ("unauthenticated", 401),
 }
+
+
+CONNECT = Protocol("connectrpc", {code: name for code, (name, _) in _CONNECT.items()})
+"""Calls over this gateway, as their spans name them (Connect's codes)."""
 
 
 def error_body(status: Status) -> tuple[int, bytes]:
@@ -112,7 +116,10 @@ class JsonGateway:
                 raise InvalidArgument("request", f"not a {name}: {exc}") from None
             return message
 
-        answered = await answer(request.path, rpc, self._authenticator, metadata, parse)
+        answered = await answer(
+            request.path, rpc, self._authenticator, metadata, parse,
+            protocol=CONNECT, headers=request.headers.items(),
+        )  # fmt: skip
         if isinstance(answered, Status):
             return _error(answered)
         text = json_format.MessageToJson(answered, indent=None)

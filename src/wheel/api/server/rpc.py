@@ -5,20 +5,23 @@ request is parsed here and answered INVALID_ARGUMENT (grpcio's own
 deserialiser would turn it into INTERNAL). Every call is authenticated before
 anything else; every wheel error becomes its status (`wheel.api.status`);
 anything else is logged with a reference and answered INTERNAL with only
-that reference, so no server detail leaks to a caller.
+that reference, so no server detail leaks to a caller. When the node traces,
+every call is a SERVER span (`wheel.tracing.rpc_started`), failed when its
+code is the server's own failure (SERVER_ERRORS), not the caller's.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError, Message
 
+from wheel import tracing
 from wheel._proto.wheel.v1 import api_pb2
 from wheel.api.server.auth import Authenticator
 from wheel.api.status import Status, to_status
@@ -27,6 +30,19 @@ from wheel.model.ids import TenantId
 
 SERVICE_NAMES = tuple(service.full_name for service in api_pb2.DESCRIPTOR.services_by_name.values())
 """Every public API service, by full name (what reflection lists)."""
+
+SERVER_ERRORS = frozenset(
+    {
+        grpc.StatusCode.UNKNOWN,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.UNIMPLEMENTED,
+        grpc.StatusCode.INTERNAL,
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DATA_LOSS,
+    }
+)
+"""The codes a server span counts as failed (the semantic conventions' list for gRPC and
+Connect); the others (NOT_FOUND, INVALID_ARGUMENT, ...) are answers to the caller's mistake."""
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +56,18 @@ class Rpc:
     name: str
     request: type[Message]
     handle: Handler
+
+
+@dataclass(frozen=True, slots=True)
+class Protocol:
+    """What carried a call, as its span names it: `rpc.system.name` and each code's name."""
+
+    system: str
+    code_names: Mapping[grpc.StatusCode, str]
+    """A code missing here is not recorded (Connect names no code for success)."""
+
+
+GRPC = Protocol("grpc", {code: code.name for code in grpc.StatusCode})
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +100,33 @@ async def answer(
     authenticator: Authenticator,
     metadata: Any,
     parse: Callable[[], Message],
+    *,
+    protocol: Protocol = GRPC,
+    headers: Iterable[tuple[str, Any]] = (),
 ) -> Message | Status:
     """One call, whatever carried it (gRPC or JSON): authenticate, parse, handle, and turn
-    every failure into its status (an unexpected one into INTERNAL with a reference)."""
+    every failure into its status (an unexpected one into INTERNAL with a reference).
+    `headers` may carry the caller's trace context (W3C traceparent)."""
+    span = tracing.rpc_started(protocol.system, method, headers)
+    if span is None:
+        return await _answer(method, rpc, authenticator, metadata, parse)
+    code = grpc.StatusCode.CANCELLED  # unless it answers
+    try:
+        with tracing.current(span):
+            answered = await _answer(method, rpc, authenticator, metadata, parse)
+        code = answered.code if isinstance(answered, Status) else grpc.StatusCode.OK
+        return answered
+    finally:
+        tracing.rpc_ended(span, protocol.code_names.get(code), code in SERVER_ERRORS)
+
+
+async def _answer(
+    method: str,
+    rpc: Rpc,
+    authenticator: Authenticator,
+    metadata: Any,
+    parse: Callable[[], Message],
+) -> Message | Status:
     try:
         tenant = await authenticator.tenant(metadata)
         return await rpc.handle(parse(), tenant)
@@ -102,8 +154,9 @@ def _handler(
             raise InvalidArgument("request", f"not a valid {name} message") from None
 
     async def call(raw: bytes, context: grpc.aio.ServicerContext[bytes, Message]) -> Message:
+        metadata = context.invocation_metadata()
         status = await answer(
-            method, rpc, authenticator, context.invocation_metadata(), lambda: parse(raw)
+            method, rpc, authenticator, metadata, lambda: parse(raw), headers=metadata or ()
         )
         if isinstance(status, Message):
             return status
