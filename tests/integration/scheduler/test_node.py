@@ -154,13 +154,15 @@ async def test_one_tenants_spike_does_not_hold_back_another_tenant(
     store: Store, start_node: NodeFactory
 ) -> None:
     node = await start_node(claim_batch=50)
-    executor = await connected(node, capacity=20)
     noisy, quiet = await tenant(store), await tenant(store)
     when = (datetime.now(UTC) + timedelta(seconds=3)).replace(microsecond=0)
     noisy_jobs = [
         await create_job(store, noisy, Schedule(kind=ScheduleKind.AT, at=when)) for _ in range(400)
     ]
     quiet_job = await create_job(store, quiet, Schedule(kind=ScheduleKind.AT, at=when))
+    # Connected only now: with credit earlier, claim-ahead could hand noisy runs out before
+    # the quiet job existed (creating 400 jobs one by one outlasts 3 s on a loaded machine).
+    executor = await connected(node, capacity=20)
     await executor.wait_for(lambda: len(executor.accepted) == len(noisy_jobs) + 1, within=60)
     order = [run.execution_id for run in executor.runs]
     position = order.index(ExecutionKey(quiet_job.id, when).id)
