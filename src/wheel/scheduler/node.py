@@ -24,6 +24,7 @@ from datetime import timedelta
 
 from grpc_health.v1 import health_pb2
 
+from wheel.cancelling import end
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
 from wheel.coordinator.membership import Membership
@@ -252,7 +253,7 @@ class SchedulerNode:
         self._stopping = True
         await self._refresh_health()  # NOT_SERVING, on gRPC and /readyz, while it hands over
         for task in self._tasks:
-            if task.get_name() == "membership":
+            if task.get_name() == "membership":  # its hand-over is not cut short
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
@@ -260,8 +261,7 @@ class SchedulerNode:
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await end(task)  # the periodic loops: a cancellation psycopg_pool lost is repeated
         running = self._running
         if running is not None:
             await running.engine.stop()

@@ -15,6 +15,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 
+from wheel.cancelling import cancelled_meanwhile
 from wheel.errors import WheelError
 
 log = logging.getLogger(__name__)
@@ -37,11 +38,13 @@ def every(
         while True:
             try:
                 await work()
+                cancelled_meanwhile()  # the work may have lost it (wheel.cancelling)
                 failures = 0
                 await asyncio.sleep(jitter(interval_s))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                cancelled_meanwhile()
                 failures += 1
                 if isinstance(exc, WheelError):
                     log.warning("node.loop_failed", extra={"loop": name, "error": str(exc)})
