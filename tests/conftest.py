@@ -7,14 +7,12 @@ Services are started lazily: a run of unit tests alone starts nothing.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 
-import grpc
 import psycopg
 import pytest
 from psycopg import sql
@@ -33,29 +31,6 @@ def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> M
     """Async tests run on the loop wheel runs on (uvloop where installed)."""
     factory = loop_factory()
     return {factory.__module__.split(".")[0]: factory}
-
-
-@pytest.fixture(scope="session", autouse=True)
-def grpc_aio_held() -> None:
-    """gRPC's asyncio runtime, initialised once and never shut down during the run.
-
-    grpc.aio counts its live channels and servers; when the count falls to zero it
-    shuts its completion queue down and joins the thread that polls it. That thread
-    wakes the loops it was bound to by writing a byte per event to a socket pair. Each
-    test runs on a loop of its own, so between tests no loop reads that socket: a
-    channel a test left for the collector, and the events its end produces, can fill
-    the socket's buffer, block the poller in write(), and the join, reached from a
-    destructor where no signal's exception can escape, never returns (grpc/grpc#40989).
-    CI hung that way for an hour. Held here, the count never reaches zero, and each
-    test's loop is bound, and drains the socket, as its first channel or server starts.
-    """
-    runner = asyncio.Runner(loop_factory=loop_factory())
-
-    async def initialise() -> None:
-        grpc.aio.init_grpc_aio()
-
-    with runner:
-        runner.run(initialise())
 
 
 @pytest.fixture(scope="session")
