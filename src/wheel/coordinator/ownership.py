@@ -1,4 +1,4 @@
-"""Partition ownership: each node takes its rendezvous share, under its session's lease.
+"""Partition ownership: each node takes its share (`assignment`), under its session's lease.
 
 The contract: a node calls `on_acquired(partition, epoch)` only after it
 created `partitions/<nnnn>` under its own lease (the key's create revision is
@@ -9,9 +9,11 @@ nodes hold one at a time; a node that should own a partition still held by
 another waits for the holder to hand it over (or for its lease to expire).
 
 Reconciliation runs on every change of the node set or the partition keys:
-desired = share(self, live nodes), release what is held and not desired,
-acquire what is desired and free. Rendezvous hashing moves only the
-partitions a joining or leaving node wins or held.
+desired = share(self, live nodes, who holds what), release what is held and
+not desired, acquire what is desired and free. The assignment is sticky: a
+leaving node's partitions move, a joining node is given a quota's worth of
+what the others have held longest, and nothing else moves (so no partition
+moves twice across one restart of a node).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from wheel.coordinator import hrw
+from wheel.coordinator import assignment
+from wheel.coordinator.assignment import Holder
 from wheel.coordinator.etcd import Etcd, KeyValue
 from wheel.coordinator.layout import DEFAULT_PARTITIONS, Layout, decode, encode
 from wheel.coordinator.mirror import PrefixMirror
@@ -87,6 +90,9 @@ class Ownership:
         self.failures = 0
         """Reconciliations that failed in a row."""
         self._unreadable: set[str] = set()
+        self._names: dict[str, tuple[int, str]] = {}
+        """Each partition key's holder as last decoded, by key: (mod revision, node). At most
+        one entry per partition: `_holders` passes no other key."""
 
     async def start(self) -> None:
         await self._etcd.put(
@@ -170,7 +176,7 @@ class Ownership:
 
     async def _reconcile(self) -> None:
         live = [key.removeprefix(self._layout.nodes) for key in self._nodes.items]
-        desired = hrw.share(self.node_id, live, self._count)
+        desired = assignment.share(self.node_id, live, self._claims(), self._count)
         for partition in sorted(set(self.held) - desired):
             await self._release(partition)
         holders = self._holders()
@@ -193,6 +199,8 @@ class Ownership:
             )
             if epoch is not None:
                 await self._acquired(partition, epoch)
+            if self._wake.is_set():
+                return  # the nodes or keys changed while it loaded: decide again on what is now
 
     def _holders(self) -> dict[PartitionId, KeyValue]:
         """The partition keys by partition; a key that names none is logged and left."""
@@ -211,6 +219,28 @@ class Ownership:
                 continue
             holders[partition] = kv
         return holders
+
+    def _claims(self) -> dict[PartitionId, Holder]:
+        """Who holds each partition, as the keys say, and what this node holds, as it knows
+        (its own creates may not have come back through the watch yet)."""
+        claims = {
+            p: Holder(self._name_of(kv), kv.create_revision) for p, kv in self._holders().items()
+        }
+        for partition, epoch in self.held.items():
+            claims[partition] = Holder(self.node_id, epoch)
+        return claims
+
+    def _name_of(self, kv: KeyValue) -> str:
+        """The node a partition key names ("" when it names none: held, but by nobody live)."""
+        known = self._names.get(kv.key)
+        if known is not None and known[0] == kv.mod_revision:
+            return known[1]
+        try:
+            node = str(decode(kv.value)["node"])
+        except (ValueError, KeyError, TypeError):
+            node = ""
+        self._names[kv.key] = (kv.mod_revision, node)
+        return node
 
     async def _acquired(self, partition: PartitionId, epoch: int) -> None:
         """Tell the node; if it fails, the partition was never acquired (key freed, retried)."""
