@@ -90,12 +90,15 @@ class Ownership:
         self.failures = 0
         """Reconciliations that failed in a row."""
         self._unreadable: set[str] = set()
+        self._registered = 0
+        """The revision of the put that registered `nodes/<id>` (its create revision, unless
+        the key was there before: then it is never deleted but with the lease)."""
         self._names: dict[str, tuple[int, str]] = {}
         """Each partition key's holder as last decoded, by key: (mod revision, node). At most
         one entry per partition: `_holders` passes no other key."""
 
     async def start(self) -> None:
-        await self._etcd.put(
+        self._registered = await self._etcd.put(
             self._layout.node(self.node_id),
             encode(
                 {
@@ -113,9 +116,11 @@ class Ownership:
     async def stop(self, *, hand_over: bool = True) -> None:
         """Stop reconciling and let go of every partition.
 
-        With `hand_over`, each is released and its key deleted so the next
-        owner takes it at once; without (the session is lost or the node is
-        going away uncleanly), each is released and its key left to expire.
+        With `hand_over`, the node first leaves the live set (`nodes/<id>` is
+        deleted), so the others count its partitions as theirs to take; then each
+        is released and its key deleted, and its next owner takes it at once, not
+        after the last. Without (the session is lost or the node is going away
+        uncleanly), each is released and its key left to expire.
         """
         if self._task is not None:
             self._task.cancel()
@@ -124,6 +129,10 @@ class Ownership:
         self.healthy = False
         try:
             if hand_over:
+                with contextlib.suppress(CoordinatorError):  # else it goes with the lease
+                    await self._etcd.delete_if_created_at(
+                        self._layout.node(self.node_id), self._registered
+                    )
                 for partition in list(self.held):
                     try:
                         await self._release(partition)
