@@ -118,14 +118,3 @@ def assign(
             result[partition] = node
             room[node] -= 1
     return result
-
-
-def share(
-    node_id: str,
-    nodes: Iterable[str],
-    holders: Mapping[PartitionId, Holder],
-    partition_count: int,
-) -> set[PartitionId]:
-    """The partitions `node_id` should own, counting it live whatever `nodes` says."""
-    given = assign([*nodes, node_id], holders, partition_count)
-    return {partition for partition, node in given.items() if node == node_id}

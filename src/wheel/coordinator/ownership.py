@@ -9,11 +9,18 @@ nodes hold one at a time; a node that should own a partition still held by
 another waits for the holder to hand it over (or for its lease to expire).
 
 Reconciliation runs on every change of the node set or the partition keys:
-desired = share(self, live nodes, who holds what), release what is held and
-not desired, acquire what is desired and free. The assignment is sticky: a
-leaving node's partitions move, a joining node is given a quota's worth of
-what the others have held longest, and nothing else moves (so no partition
-moves twice across one restart of a node).
+desired = this node's part of `assign(live nodes and itself, who holds what)`,
+release what is held and not desired, acquire what is desired and free. The
+assignment is sticky: a leaving node's partitions move, a joining node is
+given a quota's worth of what the others have held longest, and nothing else
+moves (so no partition moves twice across one restart of a node).
+
+Hand-overs are timed so that partitions wait unowned as little as they can:
+a stopping node leaves the live set before it releases anything, so each of
+its partitions is taken as soon as its key goes; a node past its quota gives
+up one partition at a time to each taker, the next once the last was taken,
+so it fires them until its taker is ready; and a node acquires the partitions
+that have gone unowned longest first.
 """
 
 from __future__ import annotations
@@ -93,6 +100,11 @@ class Ownership:
         self._registered = 0
         """The revision of the put that registered `nodes/<id>` (its create revision, unless
         the key was there before: then it is never deleted but with the lease)."""
+        self._given_up: dict[PartitionId, tuple[int, str]] = {}
+        """Partitions this node released past its quota that nobody holds yet: the epoch it
+        released, and the node meant to take it."""
+        self._free_since: dict[PartitionId, float] = {}
+        """When this node first saw each partition without a key (monotonic)."""
         self._names: dict[str, tuple[int, str]] = {}
         """Each partition key's holder as last decoded, by key: (mod revision, node). At most
         one entry per partition: `_holders` passes no other key."""
@@ -185,9 +197,24 @@ class Ownership:
 
     async def _reconcile(self) -> None:
         live = [key.removeprefix(self._layout.nodes) for key in self._nodes.items]
-        desired = assignment.share(self.node_id, live, self._claims(), self._count)
+        holders = self._holders()
+        given = assignment.assign([*live, self.node_id], self._claims(holders), self._count)
+        desired = {partition for partition, node in given.items() if node == self.node_id}
+        # Past its quota, a node gives up one partition at a time to each taker, the next
+        # once the last has a new owner: each is fired here while its taker loads the one
+        # before, rather than waiting unowned in the taker's queue.
+        self._given_up = {
+            p: (epoch, taker)
+            for p, (epoch, taker) in self._given_up.items()
+            if p not in self.held  # a release that failed is tried again below
+            and (p not in holders or holders[p].create_revision == epoch)  # delete not seen yet
+        }
+        waiting = {taker for _, taker in self._given_up.values()}
         for partition in sorted(set(self.held) - desired):
-            await self._release(partition)
+            if given[partition] not in waiting:
+                waiting.add(given[partition])
+                self._given_up[partition] = (self.held[partition], given[partition])
+                await self._release(partition)
         holders = self._holders()
         for partition, kv in sorted(holders.items()):
             # A key under our lease that we do not count as held: a create whose reply was
@@ -198,7 +225,15 @@ class Ownership:
                 else:
                     await self._etcd.delete_if_created_at(kv.key, kv.create_revision)
         now = time.monotonic()
-        for partition in sorted(desired - set(self.held)):
+        self._free_since = {
+            PartitionId(p): self._free_since.get(PartitionId(p), now)
+            for p in range(self._count)
+            if p not in holders
+        }
+        # Longest unowned first: a returning node given partitions free since their owner
+        # stopped and others just given up loads the ones nobody has fired for longest first.
+        wanted = sorted(desired - set(self.held), key=lambda p: (self._free_since.get(p, now), p))
+        for partition in wanted:
             if partition in holders or self._refused.get(partition, 0.0) > now:
                 continue  # another node still holds it (its delete will wake us), or backing off
             epoch = await self._etcd.create(
@@ -229,12 +264,10 @@ class Ownership:
             holders[partition] = kv
         return holders
 
-    def _claims(self) -> dict[PartitionId, Holder]:
+    def _claims(self, holders: dict[PartitionId, KeyValue]) -> dict[PartitionId, Holder]:
         """Who holds each partition, as the keys say, and what this node holds, as it knows
         (its own creates may not have come back through the watch yet)."""
-        claims = {
-            p: Holder(self._name_of(kv), kv.create_revision) for p, kv in self._holders().items()
-        }
+        claims = {p: Holder(self._name_of(kv), kv.create_revision) for p, kv in holders.items()}
         for partition, epoch in self.held.items():
             claims[partition] = Holder(self.node_id, epoch)
         return claims

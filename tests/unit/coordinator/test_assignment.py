@@ -14,7 +14,7 @@ from collections import Counter
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from wheel.coordinator.assignment import Holder, assign, quotas, share
+from wheel.coordinator.assignment import Holder, assign, quotas
 from wheel.model.ids import PartitionId
 
 NODES = st.lists(st.text(alphabet="abcdefgh0123456789-", min_size=1, max_size=12), min_size=1,
@@ -192,14 +192,6 @@ def test_quotas_add_up_and_differ_by_one_at_most(nodes: list[str], count: int) -
     assert sum(quota.values()) == count
     assert max(quota.values()) - min(quota.values()) <= 1
     assert quotas(reversed(nodes), count) == quota, "the order nodes are listed in is no matter"
-
-
-@given(NODES.flatmap(lambda nodes: st.tuples(st.just(nodes), holdings(nodes, P))))
-def test_a_node_counts_itself_live(case: tuple[list[str], dict[PartitionId, Holder]]) -> None:
-    """Its own node key may not have come back through its watch yet."""
-    nodes, holders = case
-    given_ = assign(nodes, holders, P)
-    assert share(nodes[0], nodes[1:], holders, P) == {p for p, n in given_.items() if n == nodes[0]}
 
 
 def test_no_nodes_no_owner() -> None:
