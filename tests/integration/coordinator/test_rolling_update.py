@@ -23,7 +23,7 @@ import psycopg
 import pytest
 
 from tests.integration.coordinator.moves import MoveLog
-from tests.integration.nodes import NodeFactory
+from tests.integration.nodes import NodeFactory, fast_config
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
 from wheel.local import LocalServices
@@ -32,6 +32,7 @@ from wheel.scheduler.node import SchedulerNode
 
 N = 3
 PARTITIONS = 64
+SESSION_TTL_S = fast_config()["session_ttl_s"]
 PROBE_S = 0.05
 """How often readiness is asked (a kubelet asks every few seconds: this is the strict case)."""
 QUIET_S = 1.5
@@ -156,6 +157,10 @@ async def test_a_rolling_update_moves_each_partition_at_most_once_per_restarted_
         for phase in phases:
             moved = log.moves(phase.began, phase.ended)
             assert max(moved.values(), default=0) <= 1, f"restarting {phase.pod}: {moved}"
+        # Not a timing test: a gross bound. A hand-over as slow as a crash (the session
+        # TTL) would mean the partitions waited for a lease to run out.
+        gaps = [s for spans in log.unowned(phases[0].began).values() for s in spans]
+        assert max(gaps) < SESSION_TTL_S, f"a partition was unowned {max(gaps):.1f} s"
         # Balanced after the update: each node holds ⌊P/N⌋ or ⌈P/N⌉.
         counts = Counter(final.values())
         assert len(final) == PARTITIONS
