@@ -32,6 +32,13 @@ must (what it held, or its quota). Kafka's sticky assignor keeps owned partition
 a quota in the same way; consistent hashing with bounded loads (Mirrokni et al.) is the
 same cap over a hash ring.
 
+Nodes of versions before this rule assign by rendezvous score alone, and would leave a
+partition unowned that this rule gives them but theirs does not (one new node among two
+old ones left 2 of 64 so in the model). So a node says in its key that it assigns this
+way (`STICKY`), and `owners` uses plain `rendezvous` for all while any live node does
+not say so: during the rolling update that brings this rule, every node agrees, and the
+cluster turns sticky once the last old node is gone.
+
 The answer is a fixed point: once every node holds what it is given, each holds exactly
 its quota and `assign` gives the same again, so nothing moves until the node set does.
 And it holds still while nodes move towards it: a node over its quota only releases
@@ -50,6 +57,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from wheel.model.ids import PartitionId
+
+STICKY = "sticky"
+"""What `nodes/<id>` says under "assignment" when its node assigns this way."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,3 +128,25 @@ def assign(
             result[partition] = node
             room[node] -= 1
     return result
+
+
+def rendezvous(nodes: Iterable[str], partition_count: int) -> dict[PartitionId, str]:
+    """Each partition to the node that scores it highest (ties, vanishingly rare, to the
+    larger id): how nodes before `assign` placed partitions."""
+    live = sorted(set(nodes))
+    if not live:
+        return {}
+    return {
+        PartitionId(p): max(live, key=lambda node: (score(node, p), node))
+        for p in range(partition_count)
+    }
+
+
+def owners(
+    nodes: Mapping[str, bool], holders: Mapping[PartitionId, Holder], partition_count: int
+) -> dict[PartitionId, str]:
+    """`assign` when every live node assigns so (`nodes`: each live node, and whether its
+    key says `STICKY`), else `rendezvous` for all, as the older nodes among them do."""
+    if all(nodes.values()):
+        return assign(nodes, holders, partition_count)
+    return rendezvous(nodes, partition_count)

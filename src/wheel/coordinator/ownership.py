@@ -9,7 +9,7 @@ nodes hold one at a time; a node that should own a partition still held by
 another waits for the holder to hand it over (or for its lease to expire).
 
 Reconciliation runs on every change of the node set or the partition keys:
-desired = this node's part of `assign(live nodes and itself, who holds what)`,
+desired = this node's part of `owners(live nodes and itself, who holds what)`,
 release what is held and not desired, acquire what is desired and free. The
 assignment is sticky: a leaving node's partitions move, a joining node is
 given a quota's worth of what the others have held longest, and nothing else
@@ -117,6 +117,7 @@ class Ownership:
                     "node": self.node_id,
                     "address": self._address,
                     "since": datetime.now(UTC).isoformat(),
+                    "assignment": assignment.STICKY,
                 }
             ),
             lease=self._session.lease_id,
@@ -196,9 +197,8 @@ class Ownership:
         asyncio.get_running_loop().call_later(delay_s, self._wake.set)
 
     async def _reconcile(self) -> None:
-        live = [key.removeprefix(self._layout.nodes) for key in self._nodes.items]
         holders = self._holders()
-        given = assignment.assign([*live, self.node_id], self._claims(holders), self._count)
+        given = assignment.owners(self._live(), self._claims(holders), self._count)
         desired = {partition for partition, node in given.items() if node == self.node_id}
         # Past its quota, a node gives up one partition at a time to each taker, the next
         # once the last has a new owner: each is fired here while its taker loads the one
@@ -263,6 +263,19 @@ class Ownership:
                 continue
             holders[partition] = kv
         return holders
+
+    def _live(self) -> dict[str, bool]:
+        """The live nodes, this one among them, and whether each assigns sticky (a node
+        of an older version does not say so: module `assignment`)."""
+        live = {self.node_id: True}
+        for key, kv in self._nodes.items.items():
+            node = key.removeprefix(self._layout.nodes)
+            if node != self.node_id:
+                try:
+                    live[node] = decode(kv.value).get("assignment") == assignment.STICKY
+                except ValueError:
+                    live[node] = False  # unreadable: assume the older rule, which all share
+        return live
 
     def _claims(self, holders: dict[PartitionId, KeyValue]) -> dict[PartitionId, Holder]:
         """Who holds each partition, as the keys say, and what this node holds, as it knows

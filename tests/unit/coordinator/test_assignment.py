@@ -14,7 +14,7 @@ from collections import Counter
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from wheel.coordinator.assignment import Holder, assign, quotas
+from wheel.coordinator.assignment import Holder, assign, owners, quotas, rendezvous
 from wheel.model.ids import PartitionId
 
 NODES = st.lists(st.text(alphabet="abcdefgh0123456789-", min_size=1, max_size=12), min_size=1,
@@ -28,6 +28,7 @@ class Cluster:
     def __init__(self, count: int, seed: int) -> None:
         self.count = count
         self.nodes: set[str] = set()
+        self.old: set[str] = set()
         self.holders: dict[PartitionId, Holder] = {}
         self.moves: Counter[PartitionId] = Counter()
         self._last: dict[PartitionId, str] = {}
@@ -35,10 +36,18 @@ class Cluster:
         self._rng = random.Random(seed)
 
     def steps(self) -> list[tuple[str, PartitionId, bool]]:
-        """Every step some node would take now: (node, partition, acquire?)."""
-        target = assign(self.nodes, self.holders, self.count)
-        found = [(h.node, p, False) for p, h in sorted(self.holders.items()) if target[p] != h.node]
-        return found + [(target[p], p, True) for p in sorted(target) if p not in self.holders]
+        """Every step some node would take now: (node, partition, acquire?). A node in
+        `old` is of a version before sticky assignment: it places by rendezvous alone."""
+        sticky = owners({n: n not in self.old for n in self.nodes}, self.holders, self.count)
+        plain = rendezvous(self.nodes, self.count)
+        found = []
+        for node in sorted(self.nodes):
+            target = plain if node in self.old else sticky
+            found += [(node, p, False) for p, h in sorted(self.holders.items())
+                      if h.node == node and target[p] != node]  # fmt: skip
+            found += [(node, p, True) for p in sorted(target)
+                      if target[p] == node and p not in self.holders]  # fmt: skip
+        return found
 
     def settle(self) -> None:
         while steps := self.steps():
@@ -155,6 +164,29 @@ def test_a_rolling_update_moves_each_partition_at_most_once_per_restarted_node(
         counts = Counter(cluster.owned().values())
         assert sum(counts.values()) == count
         assert max(counts[n] for n in names) - min(counts[n] for n in names) <= 1, "balanced"
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 5), st.integers(1, 48), st.integers(0, 2**32))
+@example(size=3, count=64, seed=0)  # one new node among two old left 2 unowned
+def test_the_update_that_brings_sticky_assignment_leaves_no_partition_unowned(
+    size: int, count: int, seed: int
+) -> None:
+    cluster = Cluster(count, seed)
+    names = [f"wheel-scheduler-{n}" for n in range(size)]
+    cluster.old.update(names)
+    for name in names:
+        cluster.nodes.add(name)
+        cluster.settle()
+    for name in reversed(names):
+        cluster.stop(name)
+        cluster.settle()
+        cluster.old.discard(name)
+        cluster.nodes.add(name)
+        cluster.settle()
+        assert len(cluster.holders) == count, f"with {name} new, some partition is unowned"
+    counts = Counter(cluster.owned().values())
+    assert max(counts.values()) - min(counts[n] for n in names) <= 1, "balanced once all new"
 
 
 @settings(max_examples=50, deadline=None)
