@@ -91,7 +91,8 @@ class Ownership:
         self._refused: dict[PartitionId, float] = {}
         self._task: asyncio.Task[None] | None = None
         self.settled = asyncio.Event()
-        """Set whenever a reconciliation leaves nothing to do; replaced on the next change."""
+        """Set whenever a reconciliation leaves nothing to do and nothing given to this node
+        is still on its way from another (`_settle`); replaced on the next change."""
         self.healthy = False
         """True while the last reconciliation succeeded: health reports NOT_SERVING otherwise."""
         self.failures = 0
@@ -100,6 +101,8 @@ class Ownership:
         self._registered = 0
         """The revision of the put that registered `nodes/<id>` (its create revision, unless
         the key was there before: then it is never deleted but with the lease)."""
+        self._awaited_since: float | None = None
+        """Since when another node has held something this node is given (monotonic)."""
         self._given_up: dict[PartitionId, tuple[int, str]] = {}
         """Partitions this node released past its quota that nobody holds yet: the epoch it
         released, and the node meant to take it."""
@@ -186,20 +189,36 @@ class Ownership:
                     self._wake_later(delay)
                     delay = min(delay * 2, RETRY_MAX_S)
                 if not self._wake.is_set():
-                    self.settled.set()
+                    self._settle()
                 wake = asyncio.create_task(self._wake.wait())
                 await asyncio.wait({wake, lost}, return_when=asyncio.FIRST_COMPLETED)
                 wake.cancel()
         finally:
             lost.cancel()
 
+    def _settle(self) -> None:
+        """Set `settled`, unless another node is still handing over what this one is given:
+        a returning node is ready once it holds its share, not when it has asked for it.
+        Waited for a session TTL at most: a holder gone silent has let go by then."""
+        if self._awaited_since is not None:
+            left_s = self._awaited_since + self._session.ttl_s - time.monotonic()
+            if left_s > 0:
+                self._wake_later(left_s)
+                return
+        self.settled.set()
+
     def _wake_later(self, delay_s: float) -> None:
         asyncio.get_running_loop().call_later(delay_s, self._wake.set)
 
     async def _reconcile(self) -> None:
         holders = self._holders()
-        given = assignment.owners(self._live(), self._claims(holders), self._count)
+        claims = self._claims(holders)
+        given = assignment.owners(self._live(), claims, self._count)
         desired = {partition for partition, node in given.items() if node == self.node_id}
+        if not any(p in holders and claims[p].node != self.node_id for p in desired):
+            self._awaited_since = None
+        elif self._awaited_since is None:
+            self._awaited_since = time.monotonic()
         # Past its quota, a node gives up one partition at a time to each taker, the next
         # once the last has a new owner: each is fired here while its taker loads the one
         # before, rather than waiting unowned in the taker's queue.

@@ -157,6 +157,8 @@ async def test_a_rolling_update_moves_each_partition_at_most_once_per_restarted_
         for phase in phases:
             moved = log.moves(phase.began, phase.ended)
             assert max(moved.values(), default=0) <= 1, f"restarting {phase.pod}: {moved}"
+            # Ready with its share, so the next pod stops only once this one carries load.
+            assert phase.held_when_ready >= PARTITIONS // N, phase
         # Not a timing test: a gross bound. A hand-over as slow as a crash (the session
         # TTL) would mean the partitions waited for a lease to run out.
         gaps = [s for spans in log.unowned(phases[0].began).values() for s in spans]
