@@ -103,6 +103,7 @@ class Ownership:
         the key was there before: then it is never deleted but with the lease)."""
         self._awaited_since: float | None = None
         """Since when another node has held something this node is given (monotonic)."""
+        self._settle_check: asyncio.TimerHandle | None = None
         self._given_up: dict[PartitionId, tuple[int, str]] = {}
         """Partitions this node released past its quota that nobody holds yet: the epoch it
         released, and the node meant to take it."""
@@ -203,9 +204,16 @@ class Ownership:
         if self._awaited_since is not None:
             left_s = self._awaited_since + self._session.ttl_s - time.monotonic()
             if left_s > 0:
-                self._wake_later(left_s)
+                if self._settle_check is None:  # one is enough: it reconciles, then asks again
+                    self._settle_check = asyncio.get_running_loop().call_later(
+                        left_s, self._check_settled
+                    )
                 return
         self.settled.set()
+
+    def _check_settled(self) -> None:
+        self._settle_check = None
+        self._wake.set()
 
     def _wake_later(self, delay_s: float) -> None:
         asyncio.get_running_loop().call_later(delay_s, self._wake.set)
