@@ -4,7 +4,7 @@
 
 Three ownership members (the setup of tests/integration/coordinator/test_etcd_restart.py),
 etcd SIGKILLed and restarted on its data eight times; prints, per restart, how long after
-etcd answered again every partition had its rendezvous owner.
+etcd answered again every partition was held as the assignment says (balanced, settled).
 """
 
 from __future__ import annotations
@@ -18,17 +18,15 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 from tests.conftest import service_data_root
-from tests.integration.coordinator.harness import Ledger
+from tests.integration.coordinator.harness import Ledger, until_settled
 from tests.integration.coordinator.test_etcd_restart import (
     DOWN_S,
     NODES,
     PARTITIONS,
     member,
-    owned_by,
 )
 
 from wheel import eventloop
-from wheel.coordinator import hrw
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
 from wheel.local import EtcdServer
@@ -46,8 +44,7 @@ async def main() -> None:
         asyncio.create_task(member(etcd, layout, name, ledger).run())
         for etcd, name in zip(clients, NODES, strict=True)
     ]
-    wanted = hrw.assignment(list(NODES), PARTITIONS)
-    await owned_by(ledger, wanted)
+    await until_settled(ledger, NODES, PARTITIONS)
     print(f"{'down s':>8} {'owned again after s':>20}")
     for down_s in DOWN_S * 2:
         server.process.send_signal(signal.SIGKILL)
@@ -59,7 +56,7 @@ async def main() -> None:
         )  # fmt: skip
         server = await loop.run_in_executor(spawner, restart)
         back = time.monotonic()
-        await asyncio.wait_for(owned_by(ledger, wanted), 60)
+        await asyncio.wait_for(until_settled(ledger, NODES, PARTITIONS), 60)
         print(f"{down_s:>8.1f} {time.monotonic() - back:>20.2f}")
     for task in tasks:
         task.cancel()

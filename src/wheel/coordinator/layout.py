@@ -1,7 +1,7 @@
 """Where things live in etcd: readable JSON under /wheel/<cluster>/.
 
     /wheel/<cluster>/config              {"partitions": 256}
-    /wheel/<cluster>/nodes/<id>          {"node", "address", "since"}   (the node's lease)
+    /wheel/<cluster>/nodes/<id>          {"node", "address", "since", "assignment"}  (its lease)
     /wheel/<cluster>/partitions/<nnnn>   {"node", "since"}              (the owner's lease)
     /wheel/<cluster>/executors/<id>      {"executor", "address", "pools", ...}
     /wheel/<cluster>/links/<node>        {"executors": {...}, "ready": {...}}  (the node's lease)

@@ -1,4 +1,4 @@
-"""Partition ownership: each node takes its rendezvous share, under its session's lease.
+"""Partition ownership: each node takes its share (`assignment`), under its session's lease.
 
 The contract: a node calls `on_acquired(partition, epoch)` only after it
 created `partitions/<nnnn>` under its own lease (the key's create revision is
@@ -9,9 +9,18 @@ nodes hold one at a time; a node that should own a partition still held by
 another waits for the holder to hand it over (or for its lease to expire).
 
 Reconciliation runs on every change of the node set or the partition keys:
-desired = share(self, live nodes), release what is held and not desired,
-acquire what is desired and free. Rendezvous hashing moves only the
-partitions a joining or leaving node wins or held.
+desired = this node's part of `owners(live nodes and itself, who holds what)`,
+release what is held and not desired, acquire what is desired and free. The
+assignment is sticky: a leaving node's partitions move, a joining node is
+given a quota's worth of what the others have held longest, and nothing else
+moves (so no partition moves twice across one restart of a node).
+
+Hand-overs are timed so that partitions wait unowned as little as they can:
+a stopping node leaves the live set before it releases anything, so each of
+its partitions is taken as soon as its key goes; a node past its quota gives
+up one partition at a time to each taker, the next once the last was taken,
+so it fires them until its taker is ready; and a node acquires the partitions
+that have gone unowned longest first.
 """
 
 from __future__ import annotations
@@ -23,7 +32,8 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from wheel.coordinator import hrw
+from wheel.coordinator import assignment
+from wheel.coordinator.assignment import Holder
 from wheel.coordinator.etcd import Etcd, KeyValue
 from wheel.coordinator.layout import DEFAULT_PARTITIONS, Layout, decode, encode
 from wheel.coordinator.mirror import PrefixMirror
@@ -81,21 +91,37 @@ class Ownership:
         self._refused: dict[PartitionId, float] = {}
         self._task: asyncio.Task[None] | None = None
         self.settled = asyncio.Event()
-        """Set whenever a reconciliation leaves nothing to do; replaced on the next change."""
+        """Set whenever a reconciliation leaves nothing to do and nothing given to this node
+        is still on its way from another (`_settle`); replaced on the next change."""
         self.healthy = False
         """True while the last reconciliation succeeded: health reports NOT_SERVING otherwise."""
         self.failures = 0
         """Reconciliations that failed in a row."""
         self._unreadable: set[str] = set()
+        self._registered = 0
+        """The revision of the put that registered `nodes/<id>` (its create revision, unless
+        the key was there before: then it is never deleted but with the lease)."""
+        self._awaited_since: float | None = None
+        """Since when another node has held something this node is given (monotonic)."""
+        self._settle_check: asyncio.TimerHandle | None = None
+        self._given_up: dict[PartitionId, tuple[int, str]] = {}
+        """Partitions this node released past its quota that nobody holds yet: the epoch it
+        released, and the node meant to take it."""
+        self._free_since: dict[PartitionId, float] = {}
+        """When this node first saw each partition without a key (monotonic)."""
+        self._names: dict[str, tuple[int, str]] = {}
+        """Each partition key's holder as last decoded, by key: (mod revision, node). At most
+        one entry per partition: `_holders` passes no other key."""
 
     async def start(self) -> None:
-        await self._etcd.put(
+        self._registered = await self._etcd.put(
             self._layout.node(self.node_id),
             encode(
                 {
                     "node": self.node_id,
                     "address": self._address,
                     "since": datetime.now(UTC).isoformat(),
+                    "assignment": assignment.STICKY,
                 }
             ),
             lease=self._session.lease_id,
@@ -107,9 +133,11 @@ class Ownership:
     async def stop(self, *, hand_over: bool = True) -> None:
         """Stop reconciling and let go of every partition.
 
-        With `hand_over`, each is released and its key deleted so the next
-        owner takes it at once; without (the session is lost or the node is
-        going away uncleanly), each is released and its key left to expire.
+        With `hand_over`, the node first leaves the live set (`nodes/<id>` is
+        deleted), so the others count its partitions as theirs to take; then each
+        is released and its key deleted, and its next owner takes it at once, not
+        after the last. Without (the session is lost or the node is going away
+        uncleanly), each is released and its key left to expire.
         """
         if self._task is not None:
             self._task.cancel()
@@ -118,6 +146,10 @@ class Ownership:
         self.healthy = False
         try:
             if hand_over:
+                with contextlib.suppress(CoordinatorError):  # else it goes with the lease
+                    await self._etcd.delete_if_created_at(
+                        self._layout.node(self.node_id), self._registered
+                    )
                 for partition in list(self.held):
                     try:
                         await self._release(partition)
@@ -158,21 +190,58 @@ class Ownership:
                     self._wake_later(delay)
                     delay = min(delay * 2, RETRY_MAX_S)
                 if not self._wake.is_set():
-                    self.settled.set()
+                    self._settle()
                 wake = asyncio.create_task(self._wake.wait())
                 await asyncio.wait({wake, lost}, return_when=asyncio.FIRST_COMPLETED)
                 wake.cancel()
         finally:
             lost.cancel()
 
+    def _settle(self) -> None:
+        """Set `settled`, unless another node is still handing over what this one is given:
+        a returning node is ready once it holds its share, not when it has asked for it.
+        Waited for a session TTL at most: a holder gone silent has let go by then."""
+        if self._awaited_since is not None:
+            left_s = self._awaited_since + self._session.ttl_s - time.monotonic()
+            if left_s > 0:
+                if self._settle_check is None:  # one is enough: it reconciles, then asks again
+                    self._settle_check = asyncio.get_running_loop().call_later(
+                        left_s, self._check_settled
+                    )
+                return
+        self.settled.set()
+
+    def _check_settled(self) -> None:
+        self._settle_check = None
+        self._wake.set()
+
     def _wake_later(self, delay_s: float) -> None:
         asyncio.get_running_loop().call_later(delay_s, self._wake.set)
 
     async def _reconcile(self) -> None:
-        live = [key.removeprefix(self._layout.nodes) for key in self._nodes.items]
-        desired = hrw.share(self.node_id, live, self._count)
+        holders = self._holders()
+        claims = self._claims(holders)
+        given = assignment.owners(self._live(), claims, self._count)
+        desired = {partition for partition, node in given.items() if node == self.node_id}
+        if not any(p in holders and claims[p].node != self.node_id for p in desired):
+            self._awaited_since = None
+        elif self._awaited_since is None:
+            self._awaited_since = time.monotonic()
+        # Past its quota, a node gives up one partition at a time to each taker, the next
+        # once the last has a new owner: each is fired here while its taker loads the one
+        # before, rather than waiting unowned in the taker's queue.
+        self._given_up = {
+            p: (epoch, taker)
+            for p, (epoch, taker) in self._given_up.items()
+            if p not in self.held  # a release that failed is tried again below
+            and (p not in holders or holders[p].create_revision == epoch)  # delete not seen yet
+        }
+        waiting = {taker for _, taker in self._given_up.values()}
         for partition in sorted(set(self.held) - desired):
-            await self._release(partition)
+            if given[partition] not in waiting:
+                waiting.add(given[partition])
+                self._given_up[partition] = (self.held[partition], given[partition])
+                await self._release(partition)
         holders = self._holders()
         for partition, kv in sorted(holders.items()):
             # A key under our lease that we do not count as held: a create whose reply was
@@ -183,7 +252,15 @@ class Ownership:
                 else:
                     await self._etcd.delete_if_created_at(kv.key, kv.create_revision)
         now = time.monotonic()
-        for partition in sorted(desired - set(self.held)):
+        self._free_since = {
+            PartitionId(p): self._free_since.get(PartitionId(p), now)
+            for p in range(self._count)
+            if p not in holders
+        }
+        # Longest unowned first: a returning node given partitions free since their owner
+        # stopped and others just given up loads the ones nobody has fired for longest first.
+        wanted = sorted(desired - set(self.held), key=lambda p: (self._free_since.get(p, now), p))
+        for partition in wanted:
             if partition in holders or self._refused.get(partition, 0.0) > now:
                 continue  # another node still holds it (its delete will wake us), or backing off
             epoch = await self._etcd.create(
@@ -193,6 +270,8 @@ class Ownership:
             )
             if epoch is not None:
                 await self._acquired(partition, epoch)
+            if self._wake.is_set():
+                return  # the nodes or keys changed while it loaded: decide again on what is now
 
     def _holders(self) -> dict[PartitionId, KeyValue]:
         """The partition keys by partition; a key that names none is logged and left."""
@@ -211,6 +290,39 @@ class Ownership:
                 continue
             holders[partition] = kv
         return holders
+
+    def _live(self) -> dict[str, bool]:
+        """The live nodes, this one among them, and whether each assigns sticky (a node
+        of an older version does not say so: module `assignment`)."""
+        live = {self.node_id: True}
+        for key, kv in self._nodes.items.items():
+            node = key.removeprefix(self._layout.nodes)
+            if node != self.node_id:
+                try:
+                    live[node] = decode(kv.value).get("assignment") == assignment.STICKY
+                except ValueError:
+                    live[node] = False  # unreadable: assume the older rule, which all share
+        return live
+
+    def _claims(self, holders: dict[PartitionId, KeyValue]) -> dict[PartitionId, Holder]:
+        """Who holds each partition, as the keys say, and what this node holds, as it knows
+        (its own creates may not have come back through the watch yet)."""
+        claims = {p: Holder(self._name_of(kv), kv.create_revision) for p, kv in holders.items()}
+        for partition, epoch in self.held.items():
+            claims[partition] = Holder(self.node_id, epoch)
+        return claims
+
+    def _name_of(self, kv: KeyValue) -> str:
+        """The node a partition key names ("" when it names none: held, but by nobody live)."""
+        known = self._names.get(kv.key)
+        if known is not None and known[0] == kv.mod_revision:
+            return known[1]
+        try:
+            node = str(decode(kv.value)["node"])
+        except (ValueError, KeyError, TypeError):
+            node = ""
+        self._names[kv.key] = (kv.mod_revision, node)
+        return node
 
     async def _acquired(self, partition: PartitionId, epoch: int) -> None:
         """Tell the node; if it fails, the partition was never acquired (key freed, retried)."""

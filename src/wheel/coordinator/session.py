@@ -52,6 +52,11 @@ class Session:
         session._task = asyncio.create_task(session._keep_alive(), name="session keep-alive")
         return session
 
+    @property
+    def ttl_s(self) -> int:
+        """The TTL asked for: a lease nobody keeps alive is gone this long after."""
+        return self._ttl_s
+
     def alive(self) -> bool:
         return not self.lost.is_set() and self._clock() < self.deadline
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from wheel.coordinator import hrw
+from wheel.coordinator.assignment import Holder, assign
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
 from wheel.coordinator.ownership import Ownership, partition_count
@@ -79,8 +80,18 @@ class Node:
         await self.etcd.close()
 
 
-async def converged(ledger: Ledger, nodes: list[Node]) -> None:
-    """Until every partition is held by its rendezvous owner among `nodes`."""
-    want = hrw.assignment([n.name for n in nodes], PARTITIONS)
-    while ledger.holder != want:
+def settled(ledger: Ledger, names: Sequence[str], count: int = PARTITIONS) -> bool:
+    """Every partition held, and held as the assignment says it should be: each node at its
+    quota, nothing left to move."""
+    holders = {p: Holder(n, ledger.epochs[p][-1]) for p, n in ledger.holder.items()}
+    return len(holders) == count and assign(names, holders, count) == ledger.holder
+
+
+async def until_settled(ledger: Ledger, names: Sequence[str], count: int = PARTITIONS) -> None:
+    while not settled(ledger, names, count):
         await ledger.changed.wait()
+
+
+async def converged(ledger: Ledger, nodes: list[Node]) -> None:
+    """Until every partition is held as the assignment says among `nodes`."""
+    await until_settled(ledger, [n.name for n in nodes])

@@ -11,9 +11,8 @@ import signal
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from tests.integration.coordinator.harness import Ledger
+from tests.integration.coordinator.harness import Ledger, until_settled
 from tests.services import service_data_root
-from wheel.coordinator import hrw
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
 from wheel.coordinator.membership import Membership
@@ -26,11 +25,6 @@ RESTARTS = 4
 DOWN_S = (0.5, 2.0, 3.5, 1.0)
 """How long etcd stays dead each time: the fault, not a wait for anything."""
 OWNED_AGAIN_S = 30.0
-
-
-async def owned_by(ledger: Ledger, expected: dict[PartitionId, str]) -> None:
-    while ledger.holder != expected:
-        await ledger.changed.wait()
 
 
 def member(etcd: Etcd, layout: Layout, name: str, ledger: Ledger) -> Membership:
@@ -60,8 +54,7 @@ async def test_every_partition_is_owned_again_after_each_etcd_restart() -> None:
             etcd = await Etcd.connect(server.endpoint, timeout_s=2)
             clients.append(etcd)
             running.append(asyncio.create_task(member(etcd, layout, name, ledger).run()))
-        everything = hrw.assignment(list(NODES), PARTITIONS)
-        await asyncio.wait_for(owned_by(ledger, everything), OWNED_AGAIN_S)
+        await asyncio.wait_for(until_settled(ledger, NODES, PARTITIONS), OWNED_AGAIN_S)
         for down_s in DOWN_S[:RESTARTS]:
             server.process.send_signal(signal.SIGKILL)
             server.process.wait()
@@ -76,9 +69,9 @@ async def test_every_partition_is_owned_again_after_each_etcd_restart() -> None:
                 ),
             )  # fmt: skip
             try:
-                await asyncio.wait_for(owned_by(ledger, everything), OWNED_AGAIN_S)
+                await asyncio.wait_for(until_settled(ledger, NODES, PARTITIONS), OWNED_AGAIN_S)
             except TimeoutError:
-                missing = sorted(set(everything) - set(ledger.holder))
+                missing = sorted(set(range(PARTITIONS)) - set(ledger.holder))
                 raise AssertionError(
                     f"{len(missing)} of {PARTITIONS} partitions unowned {OWNED_AGAIN_S} s after"
                     f" etcd came back (down {down_s} s): {missing}"

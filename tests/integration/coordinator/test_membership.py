@@ -12,7 +12,6 @@ import uuid
 import pytest
 
 from tests.integration.coordinator.harness import SLACK_S, Ledger
-from wheel.coordinator import hrw
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout, encode
 from wheel.coordinator.membership import Membership
@@ -43,7 +42,7 @@ async def test_lost_session_then_rejoin(own_etcd: EtcdServer) -> None:
     member = Membership(etcd, layout, "node-a", ttl_s=1, on_acquired=acquired,
                         on_released=released, default_partitions=PARTITIONS)  # fmt: skip
     running = asyncio.create_task(member.run())
-    everything = hrw.assignment(["node-a"], PARTITIONS)
+    everything = {PartitionId(p): "node-a" for p in range(PARTITIONS)}
     await asyncio.wait_for(owned_by(ledger, everything), 1 + SLACK_S)
 
     os.kill(own_etcd.process.pid, signal.SIGSTOP)
@@ -93,7 +92,9 @@ async def test_a_node_restarted_after_a_kill_takes_its_share_before_its_old_leas
     began = asyncio.get_running_loop().time()
     running = asyncio.create_task(_member(etcd, layout, ledger).run())
     try:
-        await asyncio.wait_for(owned_by(ledger, hrw.assignment(["node-a"], PARTITIONS)), 15)
+        await asyncio.wait_for(
+            owned_by(ledger, {PartitionId(p): "node-a" for p in range(PARTITIONS)}), 15
+        )
         took_s = asyncio.get_running_loop().time() - began
         assert took_s < 15 * 2 / 3, f"{took_s:.1f} s: it waited for the lease to run out"
         assert (await etcd.time_to_live(crashed)).remaining_s == -1, "revoked"

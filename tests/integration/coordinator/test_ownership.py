@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from tests.integration.coordinator.harness import (
+    PARTITIONS,
     SLACK_S,
     TTL_S,
     Ledger,
@@ -17,7 +18,9 @@ from tests.integration.coordinator.harness import (
     converged,
 )
 from tests.integration.store import factories as make
-from wheel.coordinator.layout import Layout
+from wheel.coordinator.assignment import rendezvous
+from wheel.coordinator.etcd import Etcd
+from wheel.coordinator.layout import Layout, encode
 from wheel.errors import StoreUnavailable
 from wheel.local import EtcdServer, LocalServices
 from wheel.model.ids import ExecutionKey, PartitionId
@@ -156,3 +159,27 @@ async def test_a_failing_callback_is_retried_not_fatal(
     await asyncio.wait_for(converged(ledger, [node]), TTL_S + SLACK_S)
     assert failures == {PartitionId(0): 0, PartitionId(5): 0}
     await node.stop()
+
+
+async def test_a_node_of_an_older_version_keeps_everyone_on_rendezvous(
+    local_services: LocalServices, layout: Layout
+) -> None:
+    """Its key does not say it assigns sticky: the others place by rendezvous as it does
+    (its own share left to it), and turn sticky once it is gone."""
+    ledger = Ledger()
+    endpoint = local_services.etcd.endpoint
+    etcd = await Etcd.connect(endpoint)
+    old_lease = await etcd.grant(30)
+    await etcd.put(layout.node("node-old"), encode({"node": "node-old"}), lease=old_lease)
+    nodes = [Node(endpoint, layout, f"node-{n}", ledger) for n in range(2)]
+    for node in nodes:
+        await node.start()
+    plain = rendezvous(["node-old", *(n.name for n in nodes)], PARTITIONS)
+    expected = {p: n for p, n in plain.items() if n != "node-old"}
+    while ledger.holder != expected:
+        await asyncio.wait_for(ledger.changed.wait(), TTL_S + SLACK_S)
+    await etcd.revoke(old_lease)  # the last old node is replaced
+    await asyncio.wait_for(converged(ledger, nodes), TTL_S + SLACK_S)
+    for node in nodes:
+        await node.stop()
+    await etcd.close()
