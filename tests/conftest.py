@@ -15,11 +15,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from psycopg import sql
 
 from tests.processes import alive, cluster_pids
 from tests.services import TEMPLATE_DATABASE, service_data_root
-from wheel import eventloop
+from wheel import eventloop, tracing
 from wheel.coordinator.etcd import Etcd
 from wheel.eventloop import loop_factory
 from wheel.local import LocalServices
@@ -130,3 +133,16 @@ def patroni_cluster(local_services: LocalServices) -> Iterator[PatroniCluster]:
         shutil.rmtree(root, ignore_errors=True)
     assert stopped, "every member stops within its grace period and the etcd keys are deleted"
     assert not [pid for pid in watched if alive(pid)], "a process of the cluster outlived stop()"
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    """Tracing on for the test; each span is kept here as it ends."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.enable("wheel-test", provider)
+    try:
+        yield exporter
+    finally:
+        tracing.disable()

@@ -10,12 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from datetime import timedelta
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode, get_current_span
 
@@ -38,18 +37,6 @@ from wheel.store import Store
 
 SEEN: dict[str, Mapping[str, str]] = {}
 """What each handler saw as ctx.trace_context, and its trace id, by execution id."""
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing.enable("wheel-test", provider)
-    try:
-        yield exporter
-    finally:
-        tracing.disable()
 
 
 @pytest.fixture
