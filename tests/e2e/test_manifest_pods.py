@@ -39,6 +39,8 @@ from wheel.store import Store
 
 NAMESPACE = "wheel"
 
+pytestmark = pytest.mark.timeout(300)  # two processes started and one rolled, on real probes
+
 
 @pytest.fixture
 async def pods(local_services: LocalServices) -> AsyncIterator[list[Pod]]:
