@@ -10,11 +10,11 @@ it is quiet and batches grow by themselves under load.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Generic, TypeVar
 
+from wheel.cancelling import end
 from wheel.errors import StoreUnavailable, WheelError
 
 T = TypeVar("T")
@@ -85,8 +85,7 @@ class Batcher(Generic[T]):
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await end(task)  # a cancellation psycopg_pool lost is repeated
 
     async def _work(self, worker: int) -> None:
         while True:

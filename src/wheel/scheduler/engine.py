@@ -31,7 +31,6 @@ fails then, with the reason.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import Counter, defaultdict
@@ -40,6 +39,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from wheel import tracing
+from wheel.cancelling import end
 from wheel.model.executions import (
     AttemptResult,
     DueOccurrence,
@@ -179,9 +179,7 @@ class Engine:
         """Stop claiming; record what has come in; leave the rest pending in Postgres."""
         self.driver.close()
         if self._dispatcher is not None:
-            self._dispatcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._dispatcher
+            await end(self._dispatcher)  # a cancellation psycopg_pool lost is repeated
         await self.claims.stop()
         await self.recorder.stop()
 

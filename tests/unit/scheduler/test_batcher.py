@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 
@@ -72,3 +73,25 @@ async def test_a_batch_the_store_refuses_is_retried_after_a_backoff_that_doubles
     doubling = [min(RETRY_MIN_S * 2**n, cap_s) for n in range(10)]
     assert delays == pytest.approx(doubling)
     assert list(batcher.pending()) == []
+
+
+async def test_closing_ends_a_worker_whose_handler_lost_the_cancellation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """psycopg_pool can return a connection to a cancelled task as if it had not been
+    (psycopg#1345): the handler then goes on, and close cancels it again."""
+    monkeypatch.setattr("wheel.cancelling.AGAIN_S", 0.05)
+    started = asyncio.Event()
+
+    async def deaf(batch: list[int]) -> None:
+        started.set()
+        with contextlib.suppress(asyncio.CancelledError):  # lost, as in the race
+            await asyncio.sleep(3600)
+        await asyncio.sleep(3600)
+
+    batcher = Batcher("test", deaf, max_batch=1)
+    batcher.add(1)
+    await started.wait()
+    closing = asyncio.ensure_future(batcher.close())
+    done, _ = await asyncio.wait({closing}, timeout=10)  # it hung for good before
+    assert closing in done
