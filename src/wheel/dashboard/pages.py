@@ -26,6 +26,8 @@ STATIC = Path(__file__).parent / "static"
 PAGE = 50
 RETRYABLE = (ExecutionStatus.DEAD, ExecutionStatus.NEEDS_REVIEW)
 UPCOMING_MINUTES = 10
+HISTORY = 20
+"""Past runs a job page shows at a time."""
 
 
 def _when(instant: datetime | None) -> str:
@@ -127,9 +129,15 @@ async def job(client: AsyncClient, request: web.Request) -> dict[str, Any]:
             around = await client.preview_schedule(
                 found.schedule, count=6, after=change - timedelta(days=2), job_id=found.id
             )
-    history = await client.list_executions(job_id=found.id, page_size=20)
+    # The past, newest first: runs whose instant has come (the future is "Next runs"), a
+    # keyset page at a time; "older" carries the API's token to the next page back.
+    history = await client.list_executions(
+        job_id=found.id, scheduled_before=datetime.now(UTC), page_size=HISTORY,
+        page_token=request.query.get("older", ""),
+    )  # fmt: skip
     return {"job": found, "preview": preview, "around": around, "change": change,
-            "history": history.items}  # fmt: skip
+            "history": history.items, "older": history.next_page_token,
+            "paged": bool(request.query.get("older"))}  # fmt: skip
 
 
 async def act(client: AsyncClient, request: web.Request) -> dict[str, Any]:
