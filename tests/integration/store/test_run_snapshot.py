@@ -53,7 +53,9 @@ async def test_a_result_recorded_during_a_read_is_seen_whole_or_not_at_all(
             await psycopg.AsyncConnection.connect(database_dsn, autocommit=True) as watcher,
         ):
             # Polling the server's lock table: the reader's wait has no event to await.
-            while (await (await watcher.execute(READER_WAITS)).fetchone()) == (0,):
+            while True:
+                if (await (await watcher.execute(READER_WAITS)).fetchone()) != (0,):
+                    break
                 await asyncio.sleep(0.01)
         await writer.commit()
     seen = await reading
