@@ -113,10 +113,13 @@ def _made(directory: Path) -> list[Path]:
 OFF_SCREEN = """() => {
   const width = document.documentElement.clientWidth;
   const out = [];
-  for (const el of document.querySelectorAll('main td, main th, main a, main button, main input, main .status')) {
+  const needed = 'main td, main th, main a, main button, main input, main .status';
+  for (const el of document.querySelectorAll(needed)) {
     const box = el.getBoundingClientRect();
     if (box.width === 0 || box.height === 0) continue;
-    if (box.right > width + 1) out.push(`${el.tagName.toLowerCase()} "${el.textContent.trim().slice(0, 40)}" ends at ${Math.round(box.right)} px`);
+    const text = el.textContent.trim().slice(0, 40);
+    const end = Math.round(box.right);
+    if (end > width + 1) out.push(`${el.tagName} "${text}" ends at ${end} px`);
   }
   return out;
 }"""
@@ -135,9 +138,8 @@ async def shoot(browser: Browser, base: str, token: str, paths: dict[str, str]) 
             for name, path in paths.items():
                 await page.goto(base + path)
                 await page.screenshot(path=SHOTS / f"{name}-{size}-{scheme}.png", full_page=True)
-                if size == "phone":
-                    if found := await page.evaluate(OFF_SCREEN):
-                        off_screen[name] = found
+                if size == "phone" and (found := await page.evaluate(OFF_SCREEN)):
+                    off_screen[name] = found
                 if (name, size, scheme) == ("jobs", "desktop", "light") and os.environ.get(
                     "WHEEL_UPDATE_SCREENSHOTS"
                 ) == "1":
