@@ -135,6 +135,10 @@ def execution(message: pb.Execution) -> t.Execution:
         executor_id=_text(message.executor_id),
         priority=message.priority,
         attempts=tuple(attempt(item) for item in message.attempts),
+        retries=tuple(
+            t.Retry(at=to_datetime(r.at), by=r.by, after_attempt=r.after_attempt)
+            for r in message.retries
+        ),
     )
 
 

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Generic, TypeVar
 
 from wheel.model.executions import ExecutionStatus, Outcome, Trigger
+from wheel.model.executions import Retry as Retry  # a person's retry, as is
 from wheel.model.http_tasks import HttpTask
 from wheel.model.ids import ExecutionId, JobId
 from wheel.model.jobs import JobSpec, JobStatus, Policies, Schedule
@@ -118,6 +119,18 @@ class Execution:
     priority: int
     attempts: tuple[Attempt, ...] = ()
     """Filled by `get_execution`; lists leave it empty."""
+    retries: tuple[Retry, ...] = ()
+    """A person's retries, oldest first: each starts a new try with the job's attempts."""
+
+    @property
+    def tries(self) -> int:
+        """Which try this is: 1, or 1 + the retries a person made."""
+        return 1 + len(self.retries)
+
+    @property
+    def try_attempt(self) -> int:
+        """Attempts of the current try so far (`attempt` counts every try's)."""
+        return self.attempt - (self.retries[-1].after_attempt if self.retries else 0)
 
 
 @dataclass(frozen=True, slots=True)

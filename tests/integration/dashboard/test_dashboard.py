@@ -201,7 +201,7 @@ async def test_a_tenant_watches_acts_and_explains_in_the_browser(
     await row.get_by_role("button", name="Trigger").click()
     await expect(page).to_have_url(re.compile(r"/runs/"))
     async with asyncio.timeout(30):
-        while "SUCCEEDED" not in await page.locator(".verdict").inner_text():
+        while "Succeeded" not in await page.locator(".verdict").inner_text():
             await asyncio.sleep(0.2)  # the run happens on the executor: reload until done
             await page.reload()
     await expect(page.locator(".timeline")).to_contain_text("succeeded")
@@ -216,7 +216,7 @@ async def test_a_tenant_watches_acts_and_explains_in_the_browser(
 
     # A dead run's explain, then retry it from the queue.
     await page.goto(f"{base}/runs/{dead.id}")
-    await expect(page.locator(".verdict")).to_contain_text("DEAD")
+    await expect(page.locator(".verdict")).to_contain_text("Failed after 1 attempt")
     await expect(page.locator(".verdict")).to_contain_text("upstream refused the connection")
     await page.goto(f"{base}/queue")
     queued = page.locator("tr", has_text="flaky-sync")
