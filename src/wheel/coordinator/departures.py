@@ -21,7 +21,10 @@ Who writes what:
 - Whoever acquires a partition whose last holder's session is gone adds itself
   as the taker with a compare-and-set on the record's mod revision
   (`Etcd.put_if_modified_at`): takers of one node's partitions never clobber
-  each other, and a taker that comes before the record creates it.
+  each other, and a taker that comes before the record creates it. A taker
+  that never saw the partition's last key (its watch broke and it listed again
+  after the key went) looks for a departure of the last `TAKEOVER_WINDOW_S`
+  that held the partition and has no taker for it.
 
 The writes run in the background, batched per departed session (one
 read and one transaction for all the partitions a node took from it): a node
@@ -53,6 +56,9 @@ LEFT = "left"
 """It stopped cleanly and handed its partitions over."""
 CAS_TRIES = 20
 """Compare-and-set attempts per batch; each loses only to another writer's success."""
+TAKEOVER_WINDOW_S = 120.0
+"""A partition taken with no holder seen before is matched to a departure this recent that
+held it (a mirror that relisted after the holder went never saw its key)."""
 
 _UNREADABLE = (ValueError, KeyError, TypeError, json.JSONDecodeError)
 
@@ -178,6 +184,8 @@ class Takeovers:
         """Each partition's last holder seen other than this node, kept after its key goes."""
         self._gone: dict[_Session, Departure] = {}
         self._taken: dict[_Session, dict[int, str]] = {}
+        self._unknown: set[int] = set()
+        """Partitions taken whose last holder this node never saw."""
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.idle = asyncio.Event()
@@ -227,9 +235,12 @@ class Takeovers:
         """This node took `partition`: if its last holder was another node, that node may
         have departed (checked before anything is written)."""
         last = self._last_holder.get(partition)
-        if last is None or last == self._own:
+        if last == self._own:
             return
-        self._taken.setdefault(last, {})[partition] = self.node_id
+        if last is None:
+            self._unknown.add(partition)
+        else:
+            self._taken.setdefault(last, {})[partition] = self.node_id
         self._poke()
 
     async def left(self, address: str, held: Iterable[int]) -> None:
@@ -277,6 +288,31 @@ class Takeovers:
             except BaseException:
                 self._taken[session] = {**taken, **self._taken.get(session, {})}
                 raise
+        if self._unknown:
+            await self._match_unknown()
+
+    async def _match_unknown(self) -> None:
+        """Find the departed holder of each partition taken without a holder seen (one read
+        of `departed/`): the latest recent departure that held it and has no taker for it."""
+        unknown, self._unknown = self._unknown, set()
+        try:
+            recent = [
+                d for d in await departures(self._etcd, self._layout)
+                if (datetime.now(UTC) - d.gone_at).total_seconds() <= TAKEOVER_WINDOW_S
+                and _Session(d.node_id, d.lease) != self._own
+            ]  # fmt: skip
+        except BaseException:
+            self._unknown |= unknown
+            raise
+        matched: dict[_Session, dict[int, str]] = {}
+        for partition in sorted(unknown):
+            departure = next((d for d in recent if partition in d.held
+                              and partition not in d.taken), None)  # fmt: skip
+            if departure is not None:
+                session = _Session(departure.node_id, departure.lease)
+                matched.setdefault(session, {})[partition] = self.node_id
+        for session, taken in matched.items():  # no registration check: its session is gone
+            await add_takers(self._etcd, self._layout, session.node_id, session.lease, taken)
 
     async def _still_registered(self, session: _Session) -> bool:
         """A hand-over between live nodes (a rebalance) is no departure."""

@@ -14,6 +14,7 @@ from wheel.coordinator.departures import (
     LEFT,
     LOST,
     Departure,
+    Takeovers,
     add_takers,
     departed_key,
     departures,
@@ -174,5 +175,30 @@ async def test_a_stale_compare_and_set_writes_nothing(
         assert now is not None
         assert now.value == b"3"
     finally:
+        await etcd.delete_prefix(layout.root)
+        await etcd.close()
+
+
+async def test_a_taker_that_never_saw_the_holder_finds_it_among_recent_departures(
+    local_services: LocalServices, layout: Layout
+) -> None:
+    etcd = await Etcd.connect(local_services.etcd.endpoint)
+    now = datetime.now(UTC)
+    recent = Departure("node-x", 0x1, LEFT, now - timedelta(seconds=5), held=(1, 2))
+    old = Departure("node-y", 0x2, LOST, now - timedelta(minutes=30), held=(3,))
+    takeovers = Takeovers(etcd, layout, "node-a", 0x3)
+    takeovers.start()
+    try:
+        for departure in (recent, old):
+            assert await record(etcd, layout, departure)
+        for partition in (1, 3, 7):  # no key of theirs seen: its watch missed them
+            takeovers.acquired(partition)
+        await asyncio.wait_for(takeovers.idle.wait(), SLACK_S)
+        found = {d.node_id: d for d in await departures(etcd, layout)}
+        assert dict(found["node-x"].taken) == {1: "node-a"}
+        assert dict(found["node-y"].taken) == {}, "too old to be this take-over"
+        assert set(found) == {"node-x", "node-y"}, "a partition nobody held is no departure"
+    finally:
+        await takeovers.stop()
         await etcd.delete_prefix(layout.root)
         await etcd.close()
