@@ -304,15 +304,13 @@ class Roster:
 
     @property
     def lost(self) -> tuple[Node, ...]:
-        """Lost nodes that are not back."""
+        """Lost nodes that are not back: those whose latest departure is a loss."""
         live = {node.node_id for node in self.nodes}
-        seen: set[str] = set()
-        found = []
-        for node in self.departed:
-            if node.state is NodeState.LOST and node.node_id not in live | seen:
-                seen.add(node.node_id)
-                found.append(node)
-        return tuple(found)
+        latest: dict[str, Node] = {}
+        for node in self.departed:  # the latest first
+            latest.setdefault(node.node_id, node)
+        return tuple(node for node in latest.values()
+                     if node.state is NodeState.LOST and node.node_id not in live)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,3 +97,11 @@ def test_the_executors_table_shows_free_slots() -> None:
     assert "default 12 of 16 free" in text
     assert "50012" not in text
     assert "50,012" not in text
+
+
+def test_a_node_lost_then_back_then_stopped_cleanly_is_not_missing() -> None:
+    stopped = Node("node-1", "", 4, state=NodeState.LEFT, gone_at=NOW - timedelta(minutes=1))
+    earlier = lost("node-1", timedelta(minutes=9), {5: "node-0"})
+    roster = Roster((live("node-0"),), (stopped, earlier), expected=1)
+    assert roster.lost == ()
+    assert "1 of 1 expected nodes are live" in printed(lambda c: show_roster(c, roster, NOW))

@@ -11,7 +11,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel.api.server.rpc import Rpc, Service
 from wheel.api.server.served import ExecutorOnNode, ServedView
-from wheel.coordinator.departures import LEFT, departures
+from wheel.coordinator.departures import LEFT, LOST, departures
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
 from wheel.coordinator.registry import ExecutorInfo, NodeInfo
@@ -62,7 +62,10 @@ class ClusterApi:
             for partition in sorted(set(departure.held) | set(departure.taken)):
                 entry.taken.add(partition=partition, node_id=departure.taken.get(partition, ""))
         live_ids = {node.node_id for node in nodes}
-        missing = {d.node_id for d in gone if d.state != LEFT and d.node_id not in live_ids}
+        latest: dict[str, str] = {}
+        for departure in gone:  # the latest first: a node's last departure says how it went
+            latest.setdefault(departure.node_id, departure.state)
+        missing = {n for n, state in latest.items() if state == LOST and n not in live_ids}
         answer.expected = len(live_ids) + len(missing)
         return answer
 
