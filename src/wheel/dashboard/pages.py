@@ -312,7 +312,7 @@ async def retry_many(client: AsyncClient, request: web.Request) -> dict[str, Any
 
 
 async def cluster(client: AsyncClient, request: web.Request) -> dict[str, Any]:
-    nodes = await client.nodes()
+    roster = await client.roster()
     partitions = await client.partitions()
     executors = await client.executors()
     now = datetime.now(UTC)
@@ -333,7 +333,19 @@ async def cluster(client: AsyncClient, request: web.Request) -> dict[str, Any]:
         {"pool": pool, "minutes": [load.get((pool, m), 0) for m in range(UPCOMING_MINUTES)]}
         for pool in names
     ]
+    live = {node.node_id for node in roster.nodes}
+    departed = [
+        {"node": node, "at": _when(node.gone_at), "ago": _ago(now, node.gone_at),
+         "takers": node.takers(), "back": node.node_id in live}
+        for node in roster.departed
+    ]  # fmt: skip
     return {
-        "nodes": nodes, "partitions": partitions, "executors": executors, "chart": chart,
-        "tallest": tallest, "minutes": UPCOMING_MINUTES, "capped": bool(upcoming.next_page_token),
+        "nodes": roster.nodes, "departed": departed, "lost": roster.lost,
+        "expected": roster.expected, "partitions": partitions, "executors": executors,
+        "chart": chart, "tallest": tallest, "minutes": UPCOMING_MINUTES,
+        "capped": bool(upcoming.next_page_token),
     }  # fmt: skip
+
+
+def _ago(now: datetime, then: datetime | None) -> str:
+    return "" if then is None else f"{readable(max(0.0, (now - then).total_seconds()))} ago"
