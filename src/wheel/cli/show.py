@@ -19,6 +19,7 @@ from rich.table import Column, Table
 from wheel.client.apply import Action
 from wheel.durations import readable
 from wheel.errors import first_line
+from wheel.model.executions import lateness_s, not_late_because
 from wheel.model.jobs import DstFold, DstGap, Policies, Schedule, ScheduleKind
 from wheel.model.notifications import redacted
 
@@ -252,10 +253,13 @@ def executions(
 
 
 def _late(item: types.Execution) -> str:
-    """How long after its fire instant the attempt started (only once it has)."""
-    if item.started_at is None or item.status in ("pending", "dispatched"):
-        return ""
-    return readable((item.started_at - item.fire_at).total_seconds())
+    """How long after its own fire instant the attempt started (`lateness_s`), or what the run
+    is when it has no lateness: "backfill", "triggered"."""
+    because = not_late_because(item)
+    if because is not None:
+        return because
+    late_s = lateness_s(item)
+    return "" if late_s is None else readable(late_s)
 
 
 def _took(item: types.Execution, now: datetime | None) -> str:

@@ -19,7 +19,7 @@ from wheel.client.aio import AsyncClient
 from wheel.client.types import Execution, Job
 from wheel.durations import readable
 from wheel.errors import InvalidArgument, WheelError
-from wheel.model.executions import ExecutionStatus
+from wheel.model.executions import ExecutionStatus, lateness_s, not_late_because
 from wheel.model.jobs import Schedule, ScheduleKind
 
 STATIC = Path(__file__).parent / "static"
@@ -71,12 +71,22 @@ def wall(run: Any) -> str:
     return str(local.strftime("%a %d %b %Y, %H:%M %Z"))
 
 
+def lateness(execution: Execution) -> str:
+    """The Late column: `lateness_s` as people read it, or what the run is when it has none
+    ("backfill", "triggered")."""
+    because = not_late_because(execution)
+    if because is not None:
+        return because
+    late_s = lateness_s(execution)
+    return "-" if late_s is None else readable(late_s)
+
+
 FILTERS = {
     "wall": wall,
     "when": _when,
     "words": words,
     "colour": colour,
-    "lateness": lambda e: _seconds(e.scheduled_for, e.started_at),
+    "lateness": lateness,
     "took": lambda e: _seconds(e.started_at, e.finished_at),
 }
 

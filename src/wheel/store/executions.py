@@ -74,6 +74,8 @@ class RecentExecution(NamedTuple):
     finished_at: datetime | None
     job_status: str
     """The job's: 'paused' makes its pending runs wait."""
+    trigger: str
+    """Why it exists: 'schedule', 'manual' or 'backfill'."""
 
 
 class Executions:

@@ -26,7 +26,13 @@ from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout, decode
 from wheel.durations import readable
 from wheel.errors import NotFound, first_line
-from wheel.model.executions import Execution, ExecutionStatus, Trigger
+from wheel.model.executions import (
+    Execution,
+    ExecutionStatus,
+    Trigger,
+    lateness_s,
+    not_late_because,
+)
 from wheel.model.http_tasks import HTTP_POOL, is_http_task_type
 from wheel.model.ids import ExecutionKey, TenantId
 from wheel.model.jobs import Job, JobStatus, OverlapPolicy, ScheduleKind
@@ -133,9 +139,11 @@ class Explainer:
                 )
         if execution.status is ExecutionStatus.SUCCEEDED:
             late = ""
-            if execution.started_at is not None:
-                after_s = (execution.started_at - execution.fire_at).total_seconds()
-                late = f", started {readable(after_s)} after its instant"
+            late_s = lateness_s(execution)
+            if late_s is not None:
+                late = f", started {readable(late_s)} after its instant"
+            elif (because := not_late_because(execution)) is not None:
+                late = f" ({because})"
             _step(
                 result,
                 execution.finished_at,
