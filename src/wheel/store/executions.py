@@ -162,6 +162,20 @@ class Executions:
             row = await cursor.fetchone()
         return None if row is None else execution_from_row(row)
 
+    async def in_flight_of_jobs(
+        self, tenant_id: TenantId, job_ids: Collection[JobId]
+    ) -> dict[JobId, Execution]:
+        """For each job that has one, a run of it dispatched or running now (one statement)."""
+        if not job_ids:
+            return {}
+        params = {"tenant_id": tenant_id, "job_ids": list(job_ids)}
+        async with translated(), self._pool.connection() as conn:
+            cursor = conn.cursor(row_factory=dict_row)
+            await cursor.execute(sql("in_flight_of_jobs"), params)
+            rows = await cursor.fetchall()
+        found = [execution_from_row(row) for row in rows]
+        return {e.key.job_id: e for e in found}
+
     async def cancel(self, tenant_id: TenantId, key: ExecutionKey) -> Execution:
         """Cancel a pending execution: it will not run."""
         return await self._decide(
