@@ -240,6 +240,18 @@ STARTED_AT_FIRE = (
 retry's started_at is the failed attempt's, its fire_at the backoff instant)."""
 
 
+@dataclass(frozen=True, slots=True)
+class RunsToWatch:
+    """A job's runs that may need a person, counted now (see `Executions.attention`)."""
+
+    due: int
+    """Pending runs due now and not started."""
+    overdue: int
+    """Of those, the ones due more than OVERDUE_AFTER_S ago."""
+    failing: int
+    """Its latest runs that ended dead or need review, back to its latest success."""
+
+
 class Timed(Protocol):
     """What lateness reads of a run: the model's Execution and the SDK's both have it."""
 

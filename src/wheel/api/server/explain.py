@@ -8,9 +8,10 @@ and whether its circuit breaker for the task type is open (`breakers/<node>`),
 both published by the nodes on their session leases. A pending run gets the
 one reason that holds now from `waiting.classify` (paused, not due, no owner,
 no executor, its task type unserved, breaker open, behind a running run, tenant
-at its cap, just due, waiting for capacity), the same the lists show as a word. An occurrence that has no row is
-explained from the job's schedule: not an instant of it, outside its bounds,
-before the job existed, or not materialised yet. A run that notified (a
+at its cap, just due, waiting for capacity), the same the lists show as a word.
+An occurrence that has no row is explained from the job's schedule: not an
+instant of it, outside its bounds, before the job existed, or not materialised
+yet. A run that notified (a
 webhook, `wheel.notify`) shows each notification's delivery as a step.
 """
 
