@@ -101,6 +101,16 @@ def job(message: pb.Job) -> t.Job:
             if message.HasField("http")
             else None
         ),
+        attention=(
+            t.JobAttention(
+                unserved=message.attention.unserved,
+                overdue=message.attention.overdue,
+                failing=message.attention.failing,
+                summary=message.attention.summary,
+            )
+            if message.HasField("attention")
+            else None
+        ),
     )
 
 
@@ -135,6 +145,10 @@ def execution(message: pb.Execution) -> t.Execution:
         executor_id=_text(message.executor_id),
         priority=message.priority,
         attempts=tuple(attempt(item) for item in message.attempts),
+        waiting=_text(message.waiting),
+        waiting_detail=_text(message.waiting_detail),
+        lateness_s=message.lateness_s if message.HasField("lateness_s") else None,
+        not_late_because=_text(message.not_late_because),
     )
 
 

@@ -33,7 +33,13 @@ from wheel.api.server.served import Served, ServedView
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout, decode
 from wheel.errors import first_line
-from wheel.model.executions import OVERDUE_AFTER_S, Execution, ExecutionStatus, Trigger
+from wheel.model.executions import (
+    OVERDUE_AFTER_S,
+    Execution,
+    ExecutionStatus,
+    RunsToWatch,
+    Trigger,
+)
 from wheel.model.http_tasks import HTTP_POOL, is_http_task_type
 from wheel.model.ids import ExecutionKey, JobId, TenantId
 from wheel.model.jobs import Job, JobStatus, OverlapPolicy, ScheduleKind
@@ -299,3 +305,39 @@ class WaitingReader:
             in_flight=in_flight,
             tenant=await self._store.tenants.load(tenant),
         )
+
+
+# -- a job's attention ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Attention:
+    """A job's runs that go nowhere or keep failing (what the Jobs lists flag)."""
+
+    unserved: int = 0
+    overdue: int = 0
+    failing: int = 0
+
+    @property
+    def needed(self) -> bool:
+        return bool(self.unserved or self.overdue or self.failing)
+
+    @property
+    def summary(self) -> str:
+        """'3 unserved, 1 overdue, 2 failing', naming only what is there."""
+        parts = [(self.unserved, "unserved"), (self.overdue, "overdue"), (self.failing, "failing")]
+        return ", ".join(f"{n} {word}" for n, word in parts if n)
+
+
+def attention(job: Job, counts: RunsToWatch | None, served: Served | None) -> Attention:
+    """What of a job's counted runs needs a person: its due runs are unserved when no
+    connected executor serves its task type (`served` None: not known, none are), else
+    those due over OVERDUE_AFTER_S are overdue; a paused job's runs wait by choice."""
+    if counts is None or job.status is JobStatus.DELETED:
+        return Attention()
+    if job.status is JobStatus.PAUSED:
+        return Attention(failing=counts.failing)
+    pool, task_type = job.spec.policies.pool, job.spec.task_type
+    if served is not None and served.unserved(pool, task_type) is not None:
+        return Attention(unserved=counts.due, failing=counts.failing)
+    return Attention(overdue=counts.overdue, failing=counts.failing)
