@@ -120,6 +120,7 @@ def job(console: Console, title: str, item: types.Job) -> None:
             ("payload", _payload(item.payload)),
             ("last run", last_run(item.last_run)),
             ("next run", when(item.next_run_at) if item.next_run_at else "-"),
+            ("needs attention", item.attention.summary if item.attention else None),
             ("created", when(item.created_at)),
             ("updated", when(item.updated_at)),
             *(("warning", warning) for warning in item.warnings),
@@ -144,7 +145,7 @@ def jobs(console: Console, page: types.Page[types.Job]) -> None:
             str(item.id),
             item.name,
             item.task_type,
-            item.status,
+            _job_status(item),
             str(item.version),
             describe_schedule(item.schedule),
             last_run(item.last_run),
@@ -152,6 +153,13 @@ def jobs(console: Console, page: types.Page[types.Job]) -> None:
         )
     console.print(table)
     _more(console, page.next_page_token)
+
+
+def _job_status(item: types.Job) -> str:
+    """The job's status, flagged when its runs need attention: "active: 3 unserved"."""
+    if item.attention is None:
+        return str(item.status)
+    return f"{item.status}: {item.attention.summary}"
 
 
 def runs(console: Console, items: Sequence[types.NextRun]) -> None:
@@ -176,6 +184,7 @@ def execution(console: Console, title: str, item: types.Execution) -> None:
             ("id", item.id),
             ("job", item.job_id),
             ("status", item.status),
+            ("waiting", _waiting(item)),
             ("reason", item.reason),
             ("scheduled for", when(item.scheduled_for)),
             ("fires at", when(item.fire_at)),
@@ -188,6 +197,7 @@ def execution(console: Console, title: str, item: types.Execution) -> None:
             ("priority", item.priority),
             ("created", when(item.created_at)),
             ("started", when(item.started_at)),
+            ("late", _late(item)),
             ("finished", when(item.finished_at)),
         ],
     )
@@ -245,11 +255,18 @@ def executions(
             str(item.attempt),
             _late(item),
             _took(item, now),
-            first_line(item.error) or item.reason or "",
+            _waiting(item) or first_line(item.error) or item.reason or "",
             item.id,
         )
     console.print(table)
     _more(console, page.next_page_token)
+
+
+def _waiting(item: types.Execution) -> str:
+    """Why a pending run is not running: its word, then the sentence ("unserved: ...")."""
+    if not item.waiting:
+        return ""
+    return f"{item.waiting}: {item.waiting_detail}" if item.waiting_detail else item.waiting
 
 
 def _late(item: types.Execution) -> str:
