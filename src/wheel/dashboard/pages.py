@@ -95,10 +95,14 @@ FILTERS = {
 
 
 async def jobs(client: AsyncClient, request: web.Request) -> dict[str, Any]:
+    """The tenant's jobs; with ?attention=1 only those whose runs need attention."""
+    if request.query.get("attention") == "1":
+        page = await client.list_jobs(page_size=PAGE, with_runs=True, needing_attention=True)
+        return {"jobs": page.items, "next_page": "", "attention_only": True}
     page = await client.list_jobs(
         page_size=PAGE, page_token=request.query.get("page", ""), with_runs=True
     )
-    return {"jobs": page.items, "next_page": page.next_page_token}
+    return {"jobs": page.items, "next_page": page.next_page_token, "attention_only": False}
 
 
 def next_offset_change(zone: str, after: datetime, days: int = 400) -> datetime | None:
