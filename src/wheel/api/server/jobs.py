@@ -323,15 +323,16 @@ class JobsApi:
         return (await self._jobs_to([job], runs=request.with_runs))[0]
 
     async def list(self, request: api.ListJobsRequest, tenant: TenantId) -> api.ListJobsResponse:
+        if request.needing_attention and request.page_token:
+            raise InvalidArgument("page_token", "is not taken with needing_attention")
+        limit = pagination.page_size(request.page_size)
         needing = (
             await self._needing_attention(tenant)
             if request.needing_attention or request.count_attention
             else []
         )
         if request.needing_attention:
-            if request.page_token:
-                raise InvalidArgument("page_token", "is not taken with needing_attention")
-            jobs, token = needing[: pagination.page_size(request.page_size)], ""
+            jobs, token = needing[:limit], ""
         else:
             jobs, token = await self._store.jobs.list(
                 tenant, page_size=request.page_size, page_token=request.page_token
