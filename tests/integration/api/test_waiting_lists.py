@@ -27,8 +27,12 @@ async def one_off(caller: Caller, seconds: float, task_type: str) -> pb.Job:
     return (await caller.jobs.CreateJob(request, metadata=caller.metadata)).job
 
 
-async def runs_of(caller: Caller, job: pb.Job) -> list[pb.Execution]:
+async def runs_of(caller: Caller, job: pb.Job, *, due: bool = False) -> list[pb.Execution]:
+    """The job's runs, newest first; `due`: those scheduled up to now (a frequent job's
+    materialised future comes first otherwise)."""
     request = apb.ListExecutionsRequest(job_id=job.id)
+    if due:
+        request.scheduled_before.CopyFrom(to_timestamp(datetime.now(UTC) + timedelta(seconds=1)))
     page = await caller.executions.ListExecutions(request, metadata=caller.metadata)
     return list(page.executions)
 
@@ -36,7 +40,7 @@ async def runs_of(caller: Caller, job: pb.Job) -> list[pb.Execution]:
 async def until_waiting(caller: Caller, job: pb.Job, word: str) -> pb.Execution:
     async with asyncio.timeout(20):
         while True:
-            found = [e for e in await runs_of(caller, job) if e.waiting == word]
+            found = [e for e in await runs_of(caller, job, due=True) if e.waiting == word]
             if found:
                 return found[0]
             await asyncio.sleep(0.1)  # polling a remote state: there is no event to await
@@ -103,3 +107,31 @@ async def test_needing_attention_takes_no_page_token(api: Api) -> None:
     error = await rpc_error(a.jobs.ListJobs(request, metadata=a.metadata))
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "page_token" in (error.details() or "")
+
+
+async def test_a_run_behind_a_running_one_says_so_in_the_list_as_explain_does(api: Api) -> None:
+    release = asyncio.Event()
+
+    async def hold(_: object) -> tuple[int, str]:
+        await release.wait()
+        return 1, ""  # OUTCOME_SUCCEEDED
+
+    executor = await connected(api.node, behaviour=hold)  # type: ignore[arg-type]
+    a = api.alice
+    request = apb.CreateJobRequest(
+        name="queued", task_type="work",
+        schedule=pb.Schedule(cron=pb.CronSchedule(expression="* * * * * *")),
+        policies=pb.JobPolicies(overlap=pb.OVERLAP_QUEUE),
+    )  # fmt: skip
+    job = (await a.jobs.CreateJob(request, metadata=a.metadata)).job
+    await executor.wait_for(lambda: len(executor.runs) == 1)
+    running = executor.runs[0].execution_id
+    behind = await until_waiting(a, job, "behind a running run")
+    assert f"waiting for run {running}" in behind.waiting_detail
+    explained = await a.executions.ExplainExecution(
+        apb.ExplainExecutionRequest(execution_id=behind.id), metadata=a.metadata
+    )
+    assert explained.verdict == V.BEHIND_RUNNING
+    assert reason(explained.summary) == reason(behind.waiting_detail)
+    release.set()
+    await executor.stop()
