@@ -67,6 +67,7 @@ async def test_lists_say_why_runs_wait_and_flag_jobs_needing_attention(
     row = page.locator("#runs tr", has_text="typo-job")
     word = row.locator(".status")
     await expect(word).to_have_text("unserved")
+    await fits(page, "#runs tr:has-text('typo-job') .status", viewport["width"])
     assert "no connected executor serves task type 'reprot'" in (
         await word.get_attribute("title") or ""
     )
@@ -74,11 +75,15 @@ async def test_lists_say_why_runs_wait_and_flag_jobs_needing_attention(
         "succeeded"
     )
     await expect(page.locator("#runs")).not_to_contain_text("pending")
+    shared.SHOTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=shared.SHOTS / f"attention-runs-{size}.png", full_page=True)
 
     # The job's page: its history says so, and the heading flags it.
     await page.goto(f"{base}/jobs/{typo.id}")
     await expect(page.locator("table .status").first).to_have_text("unserved")
     await expect(page.locator("h1 .attention")).to_have_text("1 unserved")
+
+    await page.screenshot(path=shared.SHOTS / f"attention-job-{size}.png", full_page=True)
 
     # The Jobs page flags the two jobs whose runs need attention, not the one that is fine.
     await page.goto(f"{base}/jobs")
@@ -89,6 +94,7 @@ async def test_lists_say_why_runs_wait_and_flag_jobs_needing_attention(
         "1 failing"
     )
     await expect(page.locator("tr", has_text="fine-job").locator(".attention")).to_have_count(0)
+    await fits(page, "tr:has-text('typo-job') .attention", viewport["width"])
 
     # The header counts them on every page, and links to just those.
     count = page.locator("header .attention-count")
@@ -102,4 +108,5 @@ async def test_lists_say_why_runs_wait_and_flag_jobs_needing_attention(
     await expect(page.locator("tbody")).to_contain_text("typo-job")
     await expect(page.locator("tbody")).to_contain_text("flaky-job")
     await expect(page.locator("tbody")).not_to_contain_text("fine-job")
+    await page.screenshot(path=shared.SHOTS / f"attention-jobs-{size}.png", full_page=True)
     await context.close()
