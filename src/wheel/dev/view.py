@@ -35,7 +35,14 @@ from rich.table import Table
 from wheel.dev.output import say
 from wheel.durations import readable
 from wheel.errors import StoreError
-from wheel.model.executions import ExecutionStatus, Trigger, lateness_s, not_late_because
+from wheel.model.executions import (
+    OVERDUE_AFTER_S,
+    ExecutionStatus,
+    Trigger,
+    late_by_s,
+    lateness_s,
+    not_late_because,
+)
 from wheel.model.ids import ExecutionKey, JobId, TenantId
 from wheel.store import Store
 
@@ -60,6 +67,7 @@ _STYLES = {
     "needs_review": "bold red",
     "cancelled": "dim",
     "paused": "dim magenta",
+    "overdue": "bold red",
 }
 _STARTED = ("running", "succeeded", "dead", "needs_review")
 """Statuses whose started_at belongs to the attempt at fire_at (a retry's does not)."""
@@ -94,13 +102,17 @@ class ExecutionRow:
     trigger: Trigger = Trigger.SCHEDULE
 
     @classmethod
-    def from_record(cls, record: Sequence[Any]) -> ExecutionRow:
+    def from_record(cls, record: Sequence[Any], now: datetime | None = None) -> ExecutionRow:
+        """A row from `Executions.recent`; with `now`, a pending run due longer ago than
+        OVERDUE_AFTER_S reads "overdue" (the dashboard's and the API's word for it)."""
         name, job_id, scheduled_for, fire_at, status, attempt, max_attempts, *rest = record
         executor_id, started_at, note, *more = rest
         finished_at, job_status, *last = more or (None, "active")
         trigger = Trigger(last[0]) if last else Trigger.SCHEDULE
         if status == "pending" and job_status == "paused":
             status = "paused"  # it waits for its job to be resumed, not for an executor
+        elif status == "pending" and now is not None and late_by_s(fire_at, now) > OVERDUE_AFTER_S:
+            status = "overdue"
         key = ExecutionKey(JobId(uuid.UUID(str(job_id))), scheduled_for)
         return cls(name, key.id, key.scheduled_for, fire_at, status, attempt, max_attempts,
                    executor_id, started_at, note, finished_at, trigger)  # fmt: skip
@@ -125,7 +137,7 @@ class ExecutionRow:
         return because if because is not None else format_lateness(self.lateness)
 
     def _timed(self) -> _Timed:
-        paused = self.status == "paused"  # a paused job's pending run
+        paused = self.status in ("paused", "overdue")  # pending runs, as the view says them
         status = ExecutionStatus.PENDING if paused else ExecutionStatus(self.status)
         return _Timed(status, self.trigger, self.fire_at, self.started_at)
 
@@ -231,7 +243,8 @@ def summary(rows: Sequence[ExecutionRow], now: datetime, children: str = "") -> 
     recent = now - RATE_WINDOW
     done = sum(1 for r in rows if r.finished_at is not None and r.finished_at >= recent)
     failed = sum(1 for r in rows if r.status in ("dead", "needs_review"))
-    waiting = sum(1 for r in rows if r.status in ("pending", "dispatched") and r.fire_at <= now)
+    unstarted = ("pending", "overdue", "dispatched")
+    waiting = sum(1 for r in rows if r.status in unstarted and r.fire_at <= now)
     paused = sum(1 for r in rows if r.status == "paused")
     parts = [children] if children else []
     parts += [f"{done / RATE_WINDOW.total_seconds():.1f} runs/s", f"{failed} failed",
@@ -339,4 +352,5 @@ class LiveView:
             self._failing = True
             return None
         self._failing = False
-        return [ExecutionRow.from_record(r) for r in records]
+        now = datetime.now(UTC)
+        return [ExecutionRow.from_record(r, now) for r in records]
