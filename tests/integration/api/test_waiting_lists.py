@@ -37,10 +37,14 @@ async def runs_of(caller: Caller, job: pb.Job, *, due: bool = False) -> list[pb.
     return list(page.executions)
 
 
-async def until_waiting(caller: Caller, job: pb.Job, word: str) -> pb.Execution:
+async def until_waiting(caller: Caller, job: pb.Job, word: str, saying: str = "") -> pb.Execution:
     async with asyncio.timeout(20):
         while True:
-            found = [e for e in await runs_of(caller, job, due=True) if e.waiting == word]
+            found = [
+                e
+                for e in await runs_of(caller, job, due=True)
+                if e.waiting == word and saying in e.waiting_detail
+            ]
             if found:
                 return found[0]
             await asyncio.sleep(0.1)  # polling a remote state: there is no event to await
@@ -126,7 +130,8 @@ async def test_a_run_behind_a_running_one_says_so_in_the_list_as_explain_does(ap
     job = (await a.jobs.CreateJob(request, metadata=a.metadata)).job
     await executor.wait_for(lambda: len(executor.runs) == 1)
     running = executor.runs[0].execution_id
-    behind = await until_waiting(a, job, "behind a running run")
+    # Once the held run is running (not just dispatched), the sentence holds still.
+    behind = await until_waiting(a, job, "behind a running run", "(running on")
     assert f"waiting for run {running}" in behind.waiting_detail
     explained = await a.executions.ExplainExecution(
         apb.ExplainExecutionRequest(execution_id=behind.id), metadata=a.metadata
