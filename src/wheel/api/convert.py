@@ -424,6 +424,10 @@ def execution_to(execution: mx.Execution) -> pb.Execution:
     )
     _set_time(message, "started_at", execution.started_at)
     _set_time(message, "finished_at", execution.finished_at)
+    late_s = mx.lateness_s(execution)
+    if late_s is not None:
+        message.lateness_s = late_s
+    message.not_late_because = mx.not_late_because(execution) or ""
     for attempt in execution.attempts:
         item = message.attempts.add(
             number=attempt.number,

@@ -19,6 +19,7 @@ from rich.table import Column, Table
 from wheel.client.apply import Action
 from wheel.durations import readable
 from wheel.errors import first_line
+from wheel.model.executions import lateness_s, not_late_because
 from wheel.model.jobs import DstFold, DstGap, Policies, Schedule, ScheduleKind
 from wheel.model.notifications import redacted
 
@@ -119,6 +120,7 @@ def job(console: Console, title: str, item: types.Job) -> None:
             ("payload", _payload(item.payload)),
             ("last run", last_run(item.last_run)),
             ("next run", when(item.next_run_at) if item.next_run_at else "-"),
+            ("needs attention", item.attention.summary if item.attention else None),
             ("created", when(item.created_at)),
             ("updated", when(item.updated_at)),
             *(("warning", warning) for warning in item.warnings),
@@ -143,7 +145,7 @@ def jobs(console: Console, page: types.Page[types.Job]) -> None:
             str(item.id),
             item.name,
             item.task_type,
-            item.status,
+            _job_status(item),
             str(item.version),
             describe_schedule(item.schedule),
             last_run(item.last_run),
@@ -151,6 +153,13 @@ def jobs(console: Console, page: types.Page[types.Job]) -> None:
         )
     console.print(table)
     _more(console, page.next_page_token)
+
+
+def _job_status(item: types.Job) -> str:
+    """The job's status, flagged when its runs need attention: "active: 3 unserved"."""
+    if item.attention is None:
+        return str(item.status)
+    return f"{item.status}: {item.attention.summary}"
 
 
 def runs(console: Console, items: Sequence[types.NextRun]) -> None:
@@ -175,6 +184,7 @@ def execution(console: Console, title: str, item: types.Execution) -> None:
             ("id", item.id),
             ("job", item.job_id),
             ("status", item.status),
+            ("waiting", _waiting(item)),
             ("reason", item.reason),
             ("scheduled for", when(item.scheduled_for)),
             ("fires at", when(item.fire_at)),
@@ -189,6 +199,7 @@ def execution(console: Console, title: str, item: types.Execution) -> None:
             ("priority", item.priority),
             ("created", when(item.created_at)),
             ("started", when(item.started_at)),
+            ("late", _late(item)),
             ("finished", when(item.finished_at)),
         ],
     )
@@ -246,18 +257,28 @@ def executions(
             str(item.attempt),
             _late(item),
             _took(item, now),
-            first_line(item.error) or item.reason or "",
+            _waiting(item) or first_line(item.error) or item.reason or "",
             item.id,
         )
     console.print(table)
     _more(console, page.next_page_token)
 
 
-def _late(item: types.Execution) -> str:
-    """How long after its fire instant the attempt started (only once it has)."""
-    if item.started_at is None or item.status in ("pending", "dispatched"):
+def _waiting(item: types.Execution) -> str:
+    """Why a pending run is not running: its word, then the sentence ("unserved: ...")."""
+    if not item.waiting:
         return ""
-    return readable((item.started_at - item.fire_at).total_seconds())
+    return f"{item.waiting}: {item.waiting_detail}" if item.waiting_detail else item.waiting
+
+
+def _late(item: types.Execution) -> str:
+    """How long after its own fire instant the attempt started (`lateness_s`), or what the run
+    is when it has no lateness: "backfill", "triggered"."""
+    because = not_late_because(item)
+    if because is not None:
+        return because
+    late_s = lateness_s(item)
+    return "" if late_s is None else readable(late_s)
 
 
 def _took(item: types.Execution, now: datetime | None) -> str:

@@ -201,15 +201,29 @@ class AsyncClient(TenantAndClusterCalls):
         )
 
     async def list_jobs(
-        self, *, page_size: int = 0, page_token: str = "", with_runs: bool = False
+        self,
+        *,
+        page_size: int = 0,
+        page_token: str = "",
+        with_runs: bool = False,
+        needing_attention: bool = False,
     ) -> t.Page[t.Job]:
         """One page of the tenant's jobs (`page_size` 0: the server's default, 100);
-        `with_runs` fills each one's `last_run` and `next_run_at`."""
+        `with_runs` fills each one's `last_run`, `next_run_at` and `attention`;
+        `needing_attention` lists only the jobs whose runs need a person (one page)."""
         request = api.ListJobsRequest(
-            page_size=page_size, page_token=page_token, with_runs=with_runs
-        )
+            page_size=page_size, page_token=page_token, with_runs=with_runs,
+            needing_attention=needing_attention,
+        )  # fmt: skip
         response = await self._transport.call(lambda s: s.jobs.ListJobs, request, retry=True)
         return messages.page(response.jobs, response.next_page_token, messages.job)
+
+    async def attention_count(self) -> int:
+        """How many of the tenant's jobs have runs that need a person now (unserved,
+        overdue or failing)."""
+        request = api.ListJobsRequest(page_size=1, count_attention=True)
+        response = await self._transport.call(lambda s: s.jobs.ListJobs, request, retry=True)
+        return response.attention_count
 
     async def jobs(self, *, page_size: int = 0, with_runs: bool = False) -> AsyncIterator[t.Job]:
         """Every job of the tenant, page after page: `async for job in client.jobs(): ...`."""

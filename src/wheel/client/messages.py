@@ -101,6 +101,16 @@ def job(message: pb.Job) -> t.Job:
             if message.HasField("http")
             else None
         ),
+        attention=(
+            t.JobAttention(
+                unserved=message.attention.unserved,
+                overdue=message.attention.overdue,
+                failing=message.attention.failing,
+                summary=message.attention.summary,
+            )
+            if message.HasField("attention")
+            else None
+        ),
     )
 
 
@@ -139,6 +149,10 @@ def execution(message: pb.Execution) -> t.Execution:
             t.Retry(at=to_datetime(r.at), by=r.by, after_attempt=r.after_attempt)
             for r in message.retries
         ),
+        waiting=_text(message.waiting),
+        waiting_detail=_text(message.waiting_detail),
+        lateness_s=message.lateness_s if message.HasField("lateness_s") else None,
+        not_late_because=_text(message.not_late_because),
     )
 
 

@@ -188,6 +188,7 @@ class Client:
     apply_jobs = _blocking(AsyncClient.apply_jobs)
     get_job = _blocking(AsyncClient.get_job)
     list_jobs = _blocking(AsyncClient.list_jobs)
+    attention_count = _blocking(AsyncClient.attention_count)
     jobs = _iterating(AsyncClient.jobs)
     update_job = _blocking(AsyncClient.update_job)
     pause_job = _blocking(AsyncClient.pause_job)

@@ -39,6 +39,20 @@ class LastRun:
 
 
 @dataclass(frozen=True, slots=True)
+class JobAttention:
+    """A job's runs that go nowhere or keep failing, counted now."""
+
+    unserved: int
+    """Due runs whose task type no connected executor serves."""
+    overdue: int
+    """Served runs due more than a minute ago and not started."""
+    failing: int
+    """Its latest runs that ended dead or need review, back to its latest success."""
+    summary: str
+    """The three in words: "3 unserved, 1 failing"."""
+
+
+@dataclass(frozen=True, slots=True)
 class Job:
     """A job as the server holds it: its definition, status and version.
 
@@ -66,6 +80,8 @@ class Job:
     """When it fires next (None: paused, deleted, or nothing is left of its schedule)."""
     http: HttpTask | None = None
     """Set: an HTTP task, POSTed to this target by the nodes."""
+    attention: JobAttention | None = None
+    """Its runs that need a person now (listed `with_runs`); None when none do."""
 
     @property
     def spec(self) -> JobSpec:
@@ -120,6 +136,17 @@ class Execution:
     priority: int
     attempts: tuple[Attempt, ...] = ()
     """Filled by `get_execution`; lists leave it empty."""
+    waiting: str | None = None
+    """A pending run's reason for not running, in a word: "unserved", "overdue", "paused",
+    "waiting", "retrying", "no node", "no executor", "parked", "behind a running run",
+    "capped", "due" or "queued"; None for runs in other states."""
+    waiting_detail: str | None = None
+    """The sentence behind `waiting`, as `explain_execution` says it."""
+    lateness_s: float | None = None
+    """How long after its own fire_at the attempt that fired then started (None until it
+    has, and for backfilled and triggered runs)."""
+    not_late_because: str | None = None
+    """"backfill" or "triggered": why it has no lateness."""
     retries: tuple[Retry, ...] = ()
     """A person's retries, oldest first: each starts a new try with the job's attempts."""
 

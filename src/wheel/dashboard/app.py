@@ -249,9 +249,21 @@ def _page(view: Callable[..., Awaitable[dict[str, Any]]], template: str) -> Hand
         if "redirect" in context:
             raise web.HTTPSeeOther(context["redirect"])
         name = context.pop("template", template)
+        if request.query.get("fragment") != "1":  # a live refresh redraws only its table
+            context["attention_count"] = await _attention_count(session.client)
         return render(request, name, **context)
 
     return handle
+
+
+async def _attention_count(client: AsyncClient) -> int | None:
+    """The header's count of jobs needing attention; None (no count) if it cannot be had."""
+    try:
+        return await client.attention_count()
+    except Unauthenticated:
+        raise
+    except WheelError:
+        return None
 
 
 async def _root(request: web.Request) -> web.StreamResponse:

@@ -19,7 +19,7 @@ from wheel.client.aio import AsyncClient
 from wheel.client.types import Attempt, Execution, Explanation, Job, Verdict
 from wheel.durations import readable
 from wheel.errors import InvalidArgument, WheelError
-from wheel.model.executions import ExecutionStatus, ordinal
+from wheel.model.executions import ExecutionStatus, lateness_s, not_late_because, ordinal
 from wheel.model.jobs import Schedule, ScheduleKind
 
 STATIC = Path(__file__).parent / "static"
@@ -73,13 +73,23 @@ def wall(run: Any) -> str:
     return str(local.strftime("%a %d %b %Y, %H:%M %Z"))
 
 
+def lateness(execution: Execution) -> str:
+    """The Late column: `lateness_s` as people read it, or what the run is when it has none
+    ("backfill", "triggered")."""
+    because = not_late_because(execution)
+    if because is not None:
+        return because
+    late_s = lateness_s(execution)
+    return "-" if late_s is None else readable(late_s)
+
+
 FILTERS = {
     "wall": wall,
     "when": _when,
     "words": words,
     "colour": colour,
     "ordinal": ordinal,
-    "lateness": lambda e: _seconds(e.scheduled_for, e.started_at),
+    "lateness": lateness,
     "took": lambda e: _seconds(e.started_at, e.finished_at),
 }
 
@@ -88,10 +98,14 @@ FILTERS = {
 
 
 async def jobs(client: AsyncClient, request: web.Request) -> dict[str, Any]:
+    """The tenant's jobs; with ?attention=1 only those whose runs need attention."""
+    if request.query.get("attention") == "1":
+        page = await client.list_jobs(page_size=PAGE, with_runs=True, needing_attention=True)
+        return {"jobs": page.items, "next_page": "", "attention_only": True}
     page = await client.list_jobs(
         page_size=PAGE, page_token=request.query.get("page", ""), with_runs=True
     )
-    return {"jobs": page.items, "next_page": page.next_page_token}
+    return {"jobs": page.items, "next_page": page.next_page_token, "attention_only": False}
 
 
 def next_offset_change(zone: str, after: datetime, days: int = 400) -> datetime | None:

@@ -13,8 +13,9 @@ state an execution is seen to make,
 Polling is the design, not a shortcut: Postgres is the truth and nothing
 else publishes status changes. A change shorter than REFRESH_S (dispatched,
 running and succeeded within half a second) shows as one line.
-lateness = started_at - fire_at: how long after its instant (smear and
-retry backoff included) the handler started.
+lateness is `wheel.model.executions.lateness_s`, as everywhere: started_at -
+fire_at, how long after its own instant (smear and retry backoff included) the
+handler started; a backfilled or triggered run says so instead.
 """
 
 from __future__ import annotations
@@ -34,6 +35,14 @@ from rich.table import Table
 from wheel.dev.output import say
 from wheel.durations import readable
 from wheel.errors import StoreError
+from wheel.model.executions import (
+    OVERDUE_AFTER_S,
+    ExecutionStatus,
+    Trigger,
+    late_by_s,
+    lateness_s,
+    not_late_because,
+)
 from wheel.model.ids import ExecutionKey, JobId, TenantId
 from wheel.store import Store
 
@@ -58,9 +67,20 @@ _STYLES = {
     "needs_review": "bold red",
     "cancelled": "dim",
     "paused": "dim magenta",
+    "overdue": "bold red",
 }
 _STARTED = ("running", "succeeded", "dead", "needs_review")
 """Statuses whose started_at belongs to the attempt at fire_at (a retry's does not)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Timed:
+    """A row as `lateness_s` reads it."""
+
+    status: ExecutionStatus
+    trigger: Trigger
+    fire_at: datetime
+    started_at: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,17 +99,23 @@ class ExecutionRow:
     note: str | None
     """The last error, or why it was skipped or cancelled."""
     finished_at: datetime | None = None
+    trigger: Trigger = Trigger.SCHEDULE
 
     @classmethod
-    def from_record(cls, record: Sequence[Any]) -> ExecutionRow:
+    def from_record(cls, record: Sequence[Any], now: datetime | None = None) -> ExecutionRow:
+        """A row from `Executions.recent`; with `now`, a pending run due longer ago than
+        OVERDUE_AFTER_S reads "overdue" (the dashboard's and the API's word for it)."""
         name, job_id, scheduled_for, fire_at, status, attempt, max_attempts, *rest = record
         executor_id, started_at, note, *more = rest
-        finished_at, job_status = more or (None, "active")
+        finished_at, job_status, *last = more or (None, "active")
+        trigger = Trigger(last[0]) if last else Trigger.SCHEDULE
         if status == "pending" and job_status == "paused":
             status = "paused"  # it waits for its job to be resumed, not for an executor
+        elif status == "pending" and now is not None and late_by_s(fire_at, now) > OVERDUE_AFTER_S:
+            status = "overdue"
         key = ExecutionKey(JobId(uuid.UUID(str(job_id))), scheduled_for)
         return cls(name, key.id, key.scheduled_for, fire_at, status, attempt, max_attempts,
-                   executor_id, started_at, note, finished_at)  # fmt: skip
+                   executor_id, started_at, note, finished_at, trigger)  # fmt: skip
 
     @property
     def took(self) -> timedelta | None:
@@ -100,10 +126,20 @@ class ExecutionRow:
 
     @property
     def lateness(self) -> timedelta | None:
-        """started_at - fire_at, once the attempt at fire_at has started."""
-        if self.started_at is None or self.status not in _STARTED:
-            return None
-        return self.started_at - self.fire_at
+        """started_at - fire_at, once the attempt at fire_at has started (`lateness_s`)."""
+        late_s = lateness_s(self._timed())
+        return None if late_s is None else timedelta(seconds=late_s)
+
+    @property
+    def late(self) -> str:
+        """The late column: the lateness, or what the run is when it has none to speak of."""
+        because = not_late_because(self._timed())
+        return because if because is not None else format_lateness(self.lateness)
+
+    def _timed(self) -> _Timed:
+        paused = self.status in ("paused", "overdue")  # pending runs, as the view says them
+        status = ExecutionStatus.PENDING if paused else ExecutionStatus(self.status)
+        return _Timed(status, self.trigger, self.fire_at, self.started_at)
 
     @property
     def state(self) -> tuple[str, int]:
@@ -132,7 +168,7 @@ def format_line(row: ExecutionRow) -> str:
     line = (
         f"{format_instant(row.scheduled_for)}  {row.job_name:<20} {row.status:<12} "
         f"attempt={row.attempt}/{row.max_attempts}  executor={row.executor_id or '-'}  "
-        f"late={format_lateness(row.lateness)}  id={row.execution_id}"
+        f"late={row.late}  id={row.execution_id}"
     )
     if row.note and row.status != "succeeded":
         line += (
@@ -187,7 +223,7 @@ def table(rows: Iterable[ExecutionRow], title: str, width: int = WIDE) -> Table:
         ]
         if roomy:
             cells.append(f"{row.attempt}/{row.max_attempts}")
-        cells += [format_lateness(row.lateness), format_took(row.took)]
+        cells += [row.late, format_took(row.took)]
         if medium:
             cells.append(row.executor_id or "-")
         if wide:
@@ -207,7 +243,8 @@ def summary(rows: Sequence[ExecutionRow], now: datetime, children: str = "") -> 
     recent = now - RATE_WINDOW
     done = sum(1 for r in rows if r.finished_at is not None and r.finished_at >= recent)
     failed = sum(1 for r in rows if r.status in ("dead", "needs_review"))
-    waiting = sum(1 for r in rows if r.status in ("pending", "dispatched") and r.fire_at <= now)
+    unstarted = ("pending", "overdue", "dispatched")
+    waiting = sum(1 for r in rows if r.status in unstarted and r.fire_at <= now)
     paused = sum(1 for r in rows if r.status == "paused")
     parts = [children] if children else []
     parts += [f"{done / RATE_WINDOW.total_seconds():.1f} runs/s", f"{failed} failed",
@@ -315,4 +352,5 @@ class LiveView:
             self._failing = True
             return None
         self._failing = False
-        return [ExecutionRow.from_record(r) for r in records]
+        now = datetime.now(UTC)
+        return [ExecutionRow.from_record(r, now) for r in records]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 from wheel.model.http_tasks import HttpTask
 from wheel.model.ids import ExecutionKey, PartitionId, TenantId
@@ -216,6 +217,11 @@ def ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
+def of_try(tries: int) -> str:
+    """ " of its second try" once a person retried the run; "" for its first."""
+    return f" of its {ordinal(tries)} try" if tries > 1 else ""
+
+
 @dataclass(frozen=True, slots=True)
 class Execution:
     """One occurrence as users see it."""
@@ -254,3 +260,70 @@ class Execution:
     def try_attempt(self) -> int:
         """Attempts of the current try so far (`attempt` counts every try's)."""
         return self.attempt - (self.retries[-1].after_attempt if self.retries else 0)
+
+
+# -- lateness ---------------------------------------------------------------------------------
+
+OVERDUE_AFTER_S = 60.0
+"""A pending run due longer ago than this, that nothing else explains, is overdue: lists
+flag it and its job needs attention."""
+
+STARTED_AT_FIRE = (
+    ExecutionStatus.RUNNING,
+    ExecutionStatus.SUCCEEDED,
+    ExecutionStatus.DEAD,
+    ExecutionStatus.NEEDS_REVIEW,
+)
+"""Statuses whose started_at belongs to the attempt that fired at fire_at (a pending
+retry's started_at is the failed attempt's, its fire_at the backoff instant)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunsToWatch:
+    """A job's runs that may need a person, counted now (see `Executions.attention`)."""
+
+    due: int
+    """Pending runs due now and not started."""
+    overdue: int
+    """Of those, the ones due more than OVERDUE_AFTER_S ago."""
+    failing: int
+    """Its latest runs that ended dead or need review, back to its latest success."""
+
+
+class Timed(Protocol):
+    """What lateness reads of a run: the model's Execution and the SDK's both have it."""
+
+    @property
+    def status(self) -> ExecutionStatus: ...
+    @property
+    def trigger(self) -> Trigger: ...
+    @property
+    def fire_at(self) -> datetime: ...
+    @property
+    def started_at(self) -> datetime | None: ...
+
+
+def late_by_s(fire_at: datetime, at: datetime) -> float:
+    """How long after its own fire instant (smear and retry backoff included) `at` is."""
+    return (at - fire_at).total_seconds()
+
+
+def not_late_because(execution: Timed) -> str | None:
+    """Why a run has no lateness to speak of: "backfill" or "triggered" (it was made to run
+    now, long after the instant it is named for), else None."""
+    if execution.trigger is Trigger.BACKFILL:
+        return "backfill"
+    if execution.trigger is Trigger.MANUAL:
+        return "triggered"
+    return None
+
+
+def lateness_s(execution: Timed) -> float | None:
+    """How long after its own fire_at the attempt that fired then started: the one lateness
+    the API, the CLI, the dashboard, the metrics and `wheel dev` show. None until it has
+    started, and for backfilled and triggered runs (see `not_late_because`)."""
+    if not_late_because(execution) is not None:
+        return None
+    if execution.started_at is None or execution.status not in STARTED_AT_FIRE:
+        return None
+    return late_by_s(execution.fire_at, execution.started_at)

@@ -33,7 +33,13 @@ from typing import Any
 
 from wheel import tracing
 from wheel.errors import WheelError
-from wheel.model.executions import AttemptResult, Claimed, ClaimState, Outcome
+from wheel.model.executions import (
+    AttemptResult,
+    Claimed,
+    ClaimState,
+    Outcome,
+    late_by_s,
+)
 from wheel.model.http_tasks import route_pool
 from wheel.model.ids import ExecutionKey, PartitionId, TenantId
 from wheel.scheduler.aside import Aside
@@ -284,6 +290,6 @@ class Claims:
             return None
         start_at = claimed.fire_at
         deadline = max(start_at, now) + timedelta(seconds=claimed.timeout_s)
-        self._observer.dispatched(max(0.0, (now - start_at).total_seconds()))
+        self._observer.dispatched(max(0.0, late_by_s(start_at, now)))
         self._stats.dispatched += 1
         return Dispatch(key, claimed, start_at, deadline)

@@ -5,7 +5,7 @@ Events are counted where they happen (`NodeMetrics` is the engine's
 observer); state (wheel size, partitions, backlog, upcoming load) is read
 from an engine snapshot at scrape time, so nothing is kept twice.
 
-    wheel_firing_lateness_seconds     histogram  dispatch time minus the instant (0 when ahead)
+    wheel_firing_lateness_seconds     histogram  dispatch time minus its fire_at (0 when ahead)
     wheel_executions_total{outcome}   counter    attempts recorded, by outcome
     wheel_refused_reports_total{kind,reason}  counter  results/heartbeats refused
     wheel_executions_skipped_total{reason}    counter  runs skipped: overlap, misfire, superseded
@@ -60,7 +60,7 @@ class NodeMetrics:
         r = self.registry
         process_metrics.register(r, "scheduler")
         self.lateness = Histogram(
-            "wheel_firing_lateness_seconds", "Dispatch time minus the scheduled instant.",
+            "wheel_firing_lateness_seconds", "Dispatch time minus the run's fire time.",
             buckets=_LATENESS_BUCKETS, registry=r,
         )  # fmt: skip
         self.executions = CounterMetric(

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Collection
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from psycopg.rows import dict_row
 
 from wheel.errors import InvalidTransition, NotFound
 from wheel.model.executions import (
+    OVERDUE_AFTER_S,
     Attempt,
     Execution,
     ExecutionStatus,
     LastRun,
     Outcome,
     Retry,
+    RunsToWatch,
     Trigger,
 )
 from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId
@@ -100,6 +102,12 @@ class RecentExecution(NamedTuple):
     finished_at: datetime | None
     job_status: str
     """The job's: 'paused' makes its pending runs wait."""
+    trigger: str
+    """Why it exists: 'schedule', 'manual' or 'backfill'."""
+
+
+ATTENTION_RECENT_RUNS = 10
+"""`attention` reads at most this many of a job's latest settled runs for its failures."""
 
 
 class Executions:
@@ -179,6 +187,41 @@ class Executions:
             )
             row = await cursor.fetchone()
         return None if row is None else execution_from_row(row)
+
+    async def attention(
+        self, tenant_id: TenantId, job_ids: Collection[JobId] | None, now: datetime
+    ) -> dict[JobId, RunsToWatch]:
+        """The runs that may need a person, for each of the tenant's jobs among `job_ids`
+        (None: all of them) that has any: one statement (see attention.sql)."""
+        params = {
+            "tenant_id": tenant_id,
+            "job_ids": None if job_ids is None else list(job_ids),
+            "now": now,
+            "overdue_before": now - timedelta(seconds=OVERDUE_AFTER_S),
+            "recent": ATTENTION_RECENT_RUNS,
+        }
+        async with translated(), self._pool.connection() as conn:
+            cursor = conn.cursor(row_factory=dict_row)
+            await cursor.execute(sql("attention"), params)
+            rows = await cursor.fetchall()
+        return {
+            JobId(row["job_id"]): RunsToWatch(row["due"], row["overdue"], row["failing"])
+            for row in rows
+        }
+
+    async def in_flight_of_jobs(
+        self, tenant_id: TenantId, job_ids: Collection[JobId]
+    ) -> dict[JobId, Execution]:
+        """For each job that has one, a run of it dispatched or running now (one statement)."""
+        if not job_ids:
+            return {}
+        params = {"tenant_id": tenant_id, "job_ids": list(job_ids)}
+        async with translated(), self._pool.connection() as conn:
+            cursor = conn.cursor(row_factory=dict_row)
+            await cursor.execute(sql("in_flight_of_jobs"), params)
+            rows = await cursor.fetchall()
+        found = [execution_from_row(row) for row in rows]
+        return {e.key.job_id: e for e in found}
 
     async def cancel(self, tenant_id: TenantId, key: ExecutionKey) -> Execution:
         """Cancel a pending execution: it will not run."""

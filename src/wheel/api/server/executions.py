@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Sequence
+
 from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.api import convert
@@ -9,8 +12,8 @@ from wheel.api.server.auth import caller_token
 from wheel.api.server.explain import Explainer
 from wheel.api.server.job_refs import resolve
 from wheel.api.server.rpc import Rpc, Service
-from wheel.errors import InvalidArgument, InvalidTransition, first_line
-from wheel.model.executions import ExecutionStatus
+from wheel.errors import CoordinatorError, InvalidArgument, InvalidTransition, first_line
+from wheel.model.executions import Execution, ExecutionStatus
 from wheel.model.ids import ExecutionKey, TenantId
 from wheel.store import Store
 
@@ -68,14 +71,36 @@ class ExecutionsApi:
             page_token=request.page_token,
             oldest_first=request.oldest_first,
         )
-        listed = [convert.execution_to(e) for e in found]
+        listed = await self._with_waiting(tenant, found)
         for message in listed:
             message.error = first_line(message.error)  # tracebacks: GetExecution has them
         return api.ListExecutionsResponse(executions=listed, next_page_token=token)
 
     async def get(self, request: api.ExecutionRef, tenant: TenantId) -> pb.Execution:
         key = convert.execution_key(request.id)
-        return convert.execution_to(await self._store.executions.get(tenant, key))
+        (message,) = await self._with_waiting(
+            tenant, [await self._store.executions.get(tenant, key)]
+        )
+        return message
+
+    async def _with_waiting(
+        self, tenant: TenantId, found: Sequence[Execution]
+    ) -> Sequence[pb.Execution]:
+        """The executions as messages, each pending one with why it is not running, in a word
+        and a sentence (the classification explain answers from)."""
+        try:
+            why = await self._explainer.waiting.of_page(tenant, found)
+        except CoordinatorError:
+            why = {}  # etcd is away: the list still answers, without the words
+        listed: builtins.list[pb.Execution] = []
+        for execution in found:
+            message = convert.execution_to(execution)
+            reason = why.get(execution.key)
+            if reason is not None:
+                message.waiting = reason.word.value
+                message.waiting_detail = reason.detail
+            listed.append(message)
+        return listed
 
     async def explain(
         self, request: api.ExplainExecutionRequest, tenant: TenantId

@@ -5,12 +5,13 @@ claiming node, another run of the job in flight, the tenant's in-flight
 count) plus live facts from etcd: who owns the occurrence's partition now,
 which executors stream to that node and what they serve (`links/<node>`),
 and whether its circuit breaker for the task type is open (`breakers/<node>`),
-both published by the nodes on their session leases. A due run gets the one
-reason that holds now, checked in order: paused, not due, no owner, no
-executor, its task type unserved, breaker open, behind a running run, tenant
-at its cap, just due, waiting for capacity. An occurrence that has no row is
-explained from the job's schedule: not an instant of it, outside its bounds,
-before the job existed, or not materialised yet. A run that notified (a
+both published by the nodes on their session leases. A pending run gets the
+one reason that holds now from `waiting.classify` (paused, not due, no owner,
+no executor, its task type unserved, breaker open, behind a running run, tenant
+at its cap, just due, waiting for capacity), the same the lists show as a word.
+An occurrence that has no row is explained from the job's schedule: not an
+instant of it, outside its bounds, before the job existed, or not materialised
+yet. A run that notified (a
 webhook, `wheel.notify`) shows each notification's delivery as a step.
 """
 
@@ -22,14 +23,22 @@ from datetime import UTC, datetime, timedelta
 from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel.api import convert
 from wheel.api.server.served import ServedView
+from wheel.api.server.waiting import Waiting, WaitingReader
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout, decode
 from wheel.durations import readable
 from wheel.errors import NotFound, first_line
-from wheel.model.executions import Execution, ExecutionStatus, Trigger, ordinal
+from wheel.model.executions import (
+    Execution,
+    ExecutionStatus,
+    Trigger,
+    lateness_s,
+    not_late_because,
+    of_try,
+)
 from wheel.model.http_tasks import HTTP_POOL, is_http_task_type
 from wheel.model.ids import ExecutionKey, TenantId
-from wheel.model.jobs import Job, JobStatus, OverlapPolicy, ScheduleKind
+from wheel.model.jobs import Job, JobStatus
 from wheel.model.notifications import Delivery, DeliveryState, redacted
 from wheel.model.summaries import settled
 from wheel.schedule import compile_schedule
@@ -44,17 +53,24 @@ _MADE = {
 }
 
 
-_JUST_DUE_S = 1.0
-"""A run due less than this long ago is being claimed, not waiting for anything."""
+_VERDICT = {
+    Waiting.PAUSED: V.PAUSED,
+    Waiting.WAITING: V.WAITING,
+    Waiting.RETRYING: V.WAITING,
+    Waiting.NO_NODE: V.QUEUED,
+    Waiting.NO_EXECUTOR: V.NO_EXECUTOR,
+    Waiting.UNSERVED: V.UNSERVED,
+    Waiting.PARKED: V.PARKED,
+    Waiting.BEHIND: V.BEHIND_RUNNING,
+    Waiting.CAPPED: V.AT_TENANT_CAP,
+    Waiting.DUE: V.QUEUED,
+    Waiting.QUEUED: V.QUEUED,
+    Waiting.OVERDUE: V.QUEUED,
+}
 
 
 def _when(instant: datetime) -> str:
     return instant.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _of_try(tries: int) -> str:
-    """ " of its second try" once a person retried the run; "" for its first."""
-    return f" of its {ordinal(tries)} try" if tries > 1 else ""
 
 
 class Explainer:
@@ -72,6 +88,12 @@ class Explainer:
         self._layout = layout
         self._served = served or ServedView(etcd, layout)
         self._clock = clock
+        self._waiting = WaitingReader(store, etcd, layout, served=self._served, clock=clock)
+
+    @property
+    def waiting(self) -> WaitingReader:
+        """The classification its pending verdicts come from, for the lists to share."""
+        return self._waiting
 
     async def explain(self, tenant: TenantId, key: ExecutionKey) -> api.Explanation:
         job = await self._store.jobs.get(tenant, key.job_id)
@@ -132,7 +154,7 @@ class Explainer:
             _step(
                 result,
                 attempt.started_at or attempt.finished_at,
-                f"attempt {attempt.number - starts[tries - 1]}{_of_try(tries)}",
+                f"attempt {attempt.number - starts[tries - 1]}{of_try(tries)}",
                 detail,
             )
         if execution.dispatched_at is not None and execution.status in (
@@ -146,7 +168,7 @@ class Explainer:
                 execution.dispatched_at,
                 "claimed",
                 f"fired by {node}, fence {execution.fence} "
-                f"(attempt {execution.try_attempt}{_of_try(execution.tries)})",
+                f"(attempt {execution.try_attempt}{of_try(execution.tries)})",
             )
             if execution.executor_id and execution.status is not ExecutionStatus.SUCCEEDED:
                 _step(
@@ -157,9 +179,11 @@ class Explainer:
                 )
         if execution.status is ExecutionStatus.SUCCEEDED:
             late = ""
-            if execution.started_at is not None:
-                after_s = (execution.started_at - execution.fire_at).total_seconds()
-                late = f", started {readable(after_s)} after its instant"
+            late_s = lateness_s(execution)
+            if late_s is not None:
+                late = f", started {readable(late_s)} after its instant"
+            elif (because := not_late_because(execution)) is not None:
+                late = f" ({because})"
             _step(
                 result,
                 execution.finished_at,
@@ -177,7 +201,7 @@ class Explainer:
         reason = execution.reason or ""
         attempt, tries = execution.try_attempt, execution.tries
         if status is ExecutionStatus.SUCCEEDED:
-            return V.SUCCEEDED, f"ran and succeeded on attempt {attempt}{_of_try(tries)}"
+            return V.SUCCEEDED, f"ran and succeeded on attempt {attempt}{of_try(tries)}"
         if status in (ExecutionStatus.DISPATCHED, ExecutionStatus.RUNNING):
             where = execution.executor_id or "an executor"
             return V.IN_FLIGHT, (
@@ -204,115 +228,19 @@ class Explainer:
     async def _pending(
         self, result: api.Explanation, job: Job, execution: Execution
     ) -> tuple[api.Explanation.Verdict, str]:
-        """The one reason a pending run has not run yet, checked in the order they hold."""
-        now = self._clock()
+        """The one reason a pending run has not run yet: the lists' word (`waiting.classify`),
+        as a verdict and its sentence."""
         owner, epoch = await self._owner(execution.partition)
         held = f"node {owner} (epoch {epoch})" if owner else "no node right now"
         _step(result, None, "partition", f"partition {execution.partition} is held by {held}")
-        if job.status is JobStatus.PAUSED:
-            return V.PAUSED, "its job is paused: it runs (or the misfire policy decides) on resume"
-        if execution.fire_at > now:
-            if execution.try_attempt > 0:
-                attempt, of_try = execution.try_attempt, _of_try(execution.tries)
-                return V.WAITING, (
-                    f"attempt {attempt}{of_try} failed ({first_line(execution.error)}); "
-                    f"attempt {attempt + 1} fires at {_when(execution.fire_at)}"
-                )
-            return V.WAITING, f"fires at {_when(execution.fire_at)}"
-        if (
-            job.spec.schedule.kind is ScheduleKind.CRON
-            and execution.trigger is Trigger.SCHEDULE
-            and execution.attempt == 0
-            and execution.job_version != job.version
-        ):
-            return V.WAITING, (
-                f"made from version {execution.job_version}; the job is at {job.version}: "
-                "the materialiser carries it over or supersedes it"
-            )
-        due = (now - execution.fire_at).total_seconds()
-        if owner is None:
-            return (
-                V.QUEUED,
-                f"due {due:.1f} s ago; waiting for a node to take partition {execution.partition}",
-            )
-        pool, task_type = job.spec.policies.pool, job.spec.task_type
-        served = await self._served.now()
-        http = is_http_task_type(task_type)
-        if not http and not served.on(owner):
-            return V.NO_EXECUTOR, (
-                f"due {due:.1f} s ago; no executor is connected to {owner}, which owns "
-                f"partition {execution.partition}"
-            )
-        if not served.serves(pool, task_type, owner):
-            reason = served.unserved(pool, task_type) or (
-                f"the executors connected to {owner} do not serve task type {task_type!r}"
-            )
-            return V.UNSERVED, f"due {due:.1f} s ago; {reason}"
-        if await self._breaker_open(owner, task_type):
-            return V.PARKED, (
-                f"the circuit breaker for task type {task_type!r} is open on {owner}: "
-                "it is parked until a probe succeeds"
-            )
-        if job.spec.policies.overlap is not OverlapPolicy.ALLOW:
-            running = await self._store.executions.in_flight_of_job(job.tenant_id, job.id)
-            if running is not None and running.key != execution.key:
-                rule = (
-                    "runs asked for by a person and retries wait for it"
-                    if execution.trigger is not Trigger.SCHEDULE or execution.attempt > 0
-                    else f"the job's overlap policy is {job.spec.policies.overlap.value}"
-                )
-                where = f" on {running.executor_id}" if running.executor_id else ""
-                return V.BEHIND_RUNNING, (
-                    f"due {due:.1f} s ago; waiting for run {running.key.id} ({running.status.value}"
-                    f"{where}) to finish: {rule}"
-                )
-        tenant = await self._store.tenants.load(job.tenant_id)
-        if tenant is not None and tenant.in_flight >= tenant.max_in_flight:
-            return V.AT_TENANT_CAP, (
-                f"due {due:.1f} s ago; the tenant has {tenant.in_flight} runs in flight, its cap"
-                f" (max_in_flight {tenant.max_in_flight}): it is claimed when one finishes"
-            )
-        if due < _JUST_DUE_S:
-            return V.QUEUED, f"due {due * 1000:.0f} ms ago: {owner} is claiming it now"
-        if http:
-            waiting = served.ready.get(owner, {}).get(HTTP_POOL, 0)
-            return V.QUEUED, (
-                f"due {due:.1f} s ago; waiting for {owner}'s HTTP runner (its concurrency): "
-                f"{waiting} HTTP tasks' runs ready there"
-            )
-        serving = [e for e in served.on(owner) if e.serves(pool, task_type)]
-        usable = [e for e in serving if not e.held_back_since]
-        credit = sum(e.credit.get(pool, 0) for e in usable)
-        waiting = served.ready.get(owner, {}).get(pool, 0)
-        stalled = served.stalled.get(owner)
-        if not usable:
-            held = ", ".join(
-                f"{e.executor_id} (since {e.held_back_since}, {e.probes} probes unanswered)"
-                for e in serving
-            )
-            return V.NO_EXECUTOR, (
-                f"due {due:.1f} s ago; every executor on {owner} that serves it is held back "
-                f"after a lease lapsed while it was silent (paused, frozen or cut off): {held}; "
-                f"{owner} dispatches to one again once it answers"
-            )
-        if stalled:
-            return V.QUEUED, f"due {due:.1f} s ago; {owner} reports {stalled}"
-        return V.QUEUED, (
-            f"due {due:.1f} s ago; waiting for executor capacity in pool {pool!r} on {owner}: "
-            f"{waiting} runs ready there, free credit {credit}"
-        )
+        why = await self._waiting.of_one(job, execution)
+        return _VERDICT[why.word], why.detail
 
     async def _owner(self, partition: int) -> tuple[str | None, int | None]:
         kv = await self._etcd.get(self._layout.partition(partition))
         if kv is None:
             return None, None
         return str(decode(kv.value).get("node")), kv.create_revision
-
-    async def _breaker_open(self, node: str, task_type: str) -> bool:
-        kv = await self._etcd.get(f"{self._layout.breakers}{node}")
-        if kv is None:
-            return False
-        return task_type in decode(kv.value).get("open", {})
 
     # -- an occurrence without a row ---------------------------------------------------------
 

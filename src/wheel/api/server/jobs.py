@@ -26,6 +26,7 @@ from wheel.api.server.registration import (
 )
 from wheel.api.server.rpc import Rpc, Service
 from wheel.api.server.served import Served, ServedView
+from wheel.api.server.waiting import Attention, attention
 from wheel.errors import (
     Conflict,
     CoordinatorError,
@@ -39,7 +40,7 @@ from wheel.model.ids import ExecutionKey, JobId, TenantId
 from wheel.model.jobs import Job, JobStatus, OverlapPolicy, Policies, ScheduleKind
 from wheel.notify.egress import DEFAULT_EGRESS, EgressPolicy
 from wheel.schedule import SchedulePlan, compile_schedule, preview
-from wheel.store import Store
+from wheel.store import Store, pagination
 from wheel.timestamps import to_timestamp
 
 DEFAULT_PREVIEW = 5
@@ -52,6 +53,18 @@ MAX_REQUEST_BYTES = 16 * 1024 * 1024
 TRIGGER_AHEAD = timedelta(days=2)
 """Day partitions are kept this far ahead: a trigger never makes one."""
 _PREVIEW_JOB = uuid.UUID(int=0)
+
+
+def _attention_to(message: pb.Job, found: Attention) -> None:
+    if found.needed:
+        message.attention.CopyFrom(
+            pb.JobAttention(
+                unserved=found.unserved,
+                overdue=found.overdue,
+                failing=found.failing,
+                summary=found.summary,
+            )
+        )
 
 
 def _count(requested: int, field: str, default: int) -> int:
@@ -229,11 +242,13 @@ class JobsApi:
 
     async def _jobs_to(self, jobs: list[Job], *, runs: bool = False) -> list[pb.Job]:
         """Jobs as messages, each with what may keep its runs from running now, and (with
-        `runs`) its last run and when it runs next: one statement for the page."""
+        `runs`) its last run, when it runs next and its runs that need attention: one
+        statement each for the page."""
         messages = [convert.job_to(job) for job in jobs]
+        served = await self._served_now()
         if runs:
             await self._add_runs(jobs, messages)
-        served = await self._served_now()
+            await self._add_attention(jobs, messages, served)
         if served is not None:
             for job, message in zip(jobs, messages, strict=True):
                 if job.status is JobStatus.DELETED:
@@ -265,6 +280,27 @@ class JobsApi:
             if upcoming:
                 message.next_run_at.CopyFrom(to_timestamp(upcoming[0].fire_at))
 
+    async def _add_attention(
+        self, jobs: list[Job], messages: list[pb.Job], served: Served | None
+    ) -> None:
+        if not jobs:
+            return
+        counted = await self._store.executions.attention(
+            jobs[0].tenant_id, [job.id for job in jobs], self._clock()
+        )
+        for job, message in zip(jobs, messages, strict=True):
+            _attention_to(message, attention(job, counted.get(job.id), served))
+
+    async def _needing_attention(self, tenant: TenantId) -> list[Job]:
+        """The tenant's jobs whose runs need attention now, newest first (two statements)."""
+        counted = await self._store.executions.attention(tenant, None, self._clock())
+        if not counted:
+            return []
+        served = await self._served_now()
+        jobs = await self._store.jobs.many(tenant, counted.keys())
+        needing = [j for j in jobs.values() if attention(j, counted.get(j.id), served).needed]
+        return sorted(needing, key=lambda j: (j.created_at, j.id.bytes), reverse=True)
+
     async def _served_now(self) -> Served | None:
         if self._served is None:
             return None
@@ -287,13 +323,26 @@ class JobsApi:
         return (await self._jobs_to([job], runs=request.with_runs))[0]
 
     async def list(self, request: api.ListJobsRequest, tenant: TenantId) -> api.ListJobsResponse:
-        jobs, token = await self._store.jobs.list(
-            tenant, page_size=request.page_size, page_token=request.page_token
+        if request.needing_attention and request.page_token:
+            raise InvalidArgument("page_token", "is not taken with needing_attention")
+        limit = pagination.page_size(request.page_size)
+        needing = (
+            await self._needing_attention(tenant)
+            if request.needing_attention or request.count_attention
+            else []
         )
-        listed = await self._jobs_to(jobs, runs=request.with_runs)
+        if request.needing_attention:
+            jobs, token = needing[:limit], ""
+        else:
+            jobs, token = await self._store.jobs.list(
+                tenant, page_size=request.page_size, page_token=request.page_token
+            )
+        listed = await self._jobs_to(jobs, runs=request.with_runs or request.needing_attention)
         for message in listed:
             message.ClearField("payload")  # a page of 1 MiB payloads would be a GiB
-        return api.ListJobsResponse(jobs=listed, next_page_token=token)
+        return api.ListJobsResponse(
+            jobs=listed, next_page_token=token, attention_count=len(needing)
+        )
 
     async def update(self, request: api.UpdateJobRequest, tenant: TenantId) -> pb.Job:
         given = request.job

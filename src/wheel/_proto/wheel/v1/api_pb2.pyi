@@ -82,22 +82,28 @@ class JobRef(_message.Message):
     def __init__(self, id: _Optional[str] = ...) -> None: ...
 
 class ListJobsRequest(_message.Message):
-    __slots__ = ("page_size", "page_token", "with_runs")
+    __slots__ = ("page_size", "page_token", "with_runs", "needing_attention", "count_attention")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     WITH_RUNS_FIELD_NUMBER: _ClassVar[int]
+    NEEDING_ATTENTION_FIELD_NUMBER: _ClassVar[int]
+    COUNT_ATTENTION_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
     with_runs: bool
-    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., with_runs: _Optional[bool] = ...) -> None: ...
+    needing_attention: bool
+    count_attention: bool
+    def __init__(self, page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., with_runs: _Optional[bool] = ..., needing_attention: _Optional[bool] = ..., count_attention: _Optional[bool] = ...) -> None: ...
 
 class ListJobsResponse(_message.Message):
-    __slots__ = ("jobs", "next_page_token")
+    __slots__ = ("jobs", "next_page_token", "attention_count")
     JOBS_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ATTENTION_COUNT_FIELD_NUMBER: _ClassVar[int]
     jobs: _containers.RepeatedCompositeFieldContainer[_common_pb2.Job]
     next_page_token: str
-    def __init__(self, jobs: _Optional[_Iterable[_Union[_common_pb2.Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+    attention_count: int
+    def __init__(self, jobs: _Optional[_Iterable[_Union[_common_pb2.Job, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., attention_count: _Optional[int] = ...) -> None: ...
 
 class UpdateJobRequest(_message.Message):
     __slots__ = ("job",)

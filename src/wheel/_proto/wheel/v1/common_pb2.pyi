@@ -157,7 +157,7 @@ class JobPolicies(_message.Message):
     def __init__(self, retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: _Optional[bool] = ..., misfire: _Optional[_Union[MisfirePolicy, str]] = ..., misfire_grace: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., misfire_replay_cap: _Optional[int] = ..., overlap: _Optional[_Union[OverlapPolicy, str]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., priority: _Optional[int] = ..., pool: _Optional[str] = ..., notify_url: _Optional[str] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("id", "name", "task_type", "payload", "schedule", "policies", "status", "version", "created_at", "updated_at", "warnings", "last_run", "next_run_at", "http")
+    __slots__ = ("id", "name", "task_type", "payload", "schedule", "policies", "status", "version", "created_at", "updated_at", "warnings", "last_run", "next_run_at", "http", "attention")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -172,6 +172,7 @@ class Job(_message.Message):
     LAST_RUN_FIELD_NUMBER: _ClassVar[int]
     NEXT_RUN_AT_FIELD_NUMBER: _ClassVar[int]
     HTTP_FIELD_NUMBER: _ClassVar[int]
+    ATTENTION_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     task_type: str
@@ -186,7 +187,20 @@ class Job(_message.Message):
     last_run: LastRun
     next_run_at: _timestamp_pb2.Timestamp
     http: HttpTask
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., task_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., policies: _Optional[_Union[JobPolicies, _Mapping]] = ..., status: _Optional[_Union[JobStatus, str]] = ..., version: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., last_run: _Optional[_Union[LastRun, _Mapping]] = ..., next_run_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., http: _Optional[_Union[HttpTask, _Mapping]] = ...) -> None: ...
+    attention: JobAttention
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., task_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., policies: _Optional[_Union[JobPolicies, _Mapping]] = ..., status: _Optional[_Union[JobStatus, str]] = ..., version: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., last_run: _Optional[_Union[LastRun, _Mapping]] = ..., next_run_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., http: _Optional[_Union[HttpTask, _Mapping]] = ..., attention: _Optional[_Union[JobAttention, _Mapping]] = ...) -> None: ...
+
+class JobAttention(_message.Message):
+    __slots__ = ("unserved", "overdue", "failing", "summary")
+    UNSERVED_FIELD_NUMBER: _ClassVar[int]
+    OVERDUE_FIELD_NUMBER: _ClassVar[int]
+    FAILING_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    unserved: int
+    overdue: int
+    failing: int
+    summary: str
+    def __init__(self, unserved: _Optional[int] = ..., overdue: _Optional[int] = ..., failing: _Optional[int] = ..., summary: _Optional[str] = ...) -> None: ...
 
 class HttpTask(_message.Message):
     __slots__ = ("url", "retry_client_errors")
@@ -237,7 +251,7 @@ class Retry(_message.Message):
     def __init__(self, at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., by: _Optional[str] = ..., after_attempt: _Optional[int] = ...) -> None: ...
 
 class Execution(_message.Message):
-    __slots__ = ("id", "job_id", "job_version", "scheduled_for", "fire_at", "status", "reason", "attempt", "fence", "attempts", "trigger", "error", "created_at", "started_at", "finished_at", "executor_id", "priority", "retries")
+    __slots__ = ("id", "job_id", "job_version", "scheduled_for", "fire_at", "status", "reason", "attempt", "fence", "attempts", "trigger", "error", "created_at", "started_at", "finished_at", "executor_id", "priority", "retries", "waiting", "waiting_detail", "lateness_s", "not_late_because")
     ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -256,6 +270,10 @@ class Execution(_message.Message):
     EXECUTOR_ID_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     RETRIES_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
+    WAITING_DETAIL_FIELD_NUMBER: _ClassVar[int]
+    LATENESS_S_FIELD_NUMBER: _ClassVar[int]
+    NOT_LATE_BECAUSE_FIELD_NUMBER: _ClassVar[int]
     id: str
     job_id: str
     job_version: int
@@ -274,7 +292,11 @@ class Execution(_message.Message):
     executor_id: str
     priority: int
     retries: _containers.RepeatedCompositeFieldContainer[Retry]
-    def __init__(self, id: _Optional[str] = ..., job_id: _Optional[str] = ..., job_version: _Optional[int] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fire_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[ExecutionStatus, str]] = ..., reason: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., trigger: _Optional[str] = ..., error: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., executor_id: _Optional[str] = ..., priority: _Optional[int] = ..., retries: _Optional[_Iterable[_Union[Retry, _Mapping]]] = ...) -> None: ...
+    waiting: str
+    waiting_detail: str
+    lateness_s: float
+    not_late_because: str
+    def __init__(self, id: _Optional[str] = ..., job_id: _Optional[str] = ..., job_version: _Optional[int] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fire_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[ExecutionStatus, str]] = ..., reason: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., trigger: _Optional[str] = ..., error: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., executor_id: _Optional[str] = ..., priority: _Optional[int] = ..., retries: _Optional[_Iterable[_Union[Retry, _Mapping]]] = ..., waiting: _Optional[str] = ..., waiting_detail: _Optional[str] = ..., lateness_s: _Optional[float] = ..., not_late_because: _Optional[str] = ...) -> None: ...
 
 class NextRun(_message.Message):
     __slots__ = ("instant", "wall_time", "time_zone", "note")
