@@ -4,6 +4,7 @@
     plan.runs(start, end)          # Occurrences in [start, end), bounds applied
     plan.fire_at(run.instant)      # the instant it fires: plus the job's smear offset
     plan.next_runs(after, 5)       # for previews
+    plan.previous_runs(before, 5)  # the runs just before an instant (a DST change)
 
 Bounds (`starts_at`, `ends_at`) are inclusive. The smear offset is a stable
 value in [0, smear) chosen by hashing the job id, the same every period; a
@@ -95,6 +96,37 @@ class SchedulePlan:
             result.append(occurrence)
             real += not occurrence.skipped
         return result
+
+    def previous_runs(
+        self, before: datetime, count: int, *, skipped: bool = False
+    ) -> list[Occurrence]:
+        """The last `count` runs before `before`, oldest first (fewer if the schedule starts).
+
+        The same walk as `next_runs`, backwards: a minute's window first, doubling
+        while too few runs are found, so the runs just before a DST change cost as
+        little as the runs just after it, whatever the schedule's frequency.
+        """
+        found: list[Occurrence] = []
+        end = before
+        if self.schedule.ends_at is not None:
+            end = min(end, self.schedule.ends_at + timedelta(microseconds=1))
+        window = _FIRST_WINDOW
+        limit = before - timedelta(days=366 * (HORIZON_YEARS + 1))
+        while sum(not o.skipped for o in found) < count and end > limit:
+            if self.schedule.starts_at is not None and end <= self.schedule.starts_at:
+                break
+            found[:0] = self.runs(end - window, end, skipped=skipped)
+            end -= window
+            if sum(not o.skipped for o in found) < count:
+                window = min(window * 2, _LARGEST_WINDOW)
+        result: list[Occurrence] = []
+        real = 0
+        for occurrence in reversed(found):
+            if real == count:
+                break
+            result.append(occurrence)
+            real += not occurrence.skipped
+        return result[::-1]
 
 
 def compile_schedule(schedule: Schedule, job_id: uuid.UUID, *, now: datetime) -> SchedulePlan:
