@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import uuid
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,6 +22,8 @@ from wheel.durations import readable
 from wheel.errors import InvalidArgument, WheelError
 from wheel.model.executions import ExecutionStatus
 from wheel.model.jobs import Schedule, ScheduleKind
+from wheel.schedule import cron
+from wheel.schedule.describe import describe
 from wheel.schedule.zones import Transition, next_transition
 
 STATIC = Path(__file__).parent / "static"
@@ -41,17 +44,16 @@ def _seconds(start: datetime | None, end: datetime | None) -> str:
     return readable((end - start).total_seconds())
 
 
-def words(schedule: Schedule) -> str:
-    """A schedule as a person says it ("At 01:30 AM, Monday through Friday")."""
+def words(schedule: Schedule, job_id: uuid.UUID) -> str:
+    """A schedule as a person says it ("At 01:30, on Monday-Friday"), from wheel's own
+    parse of its cron for this job (`H` fields resolved): what will run."""
     if schedule.kind is ScheduleKind.NOW:
         return "once, at once"
     if schedule.kind is ScheduleKind.AT:
         return f"once, at {_when(schedule.at)}"
-    from cron_descriptor import get_description
-
     try:
-        return str(get_description(schedule.cron or ""))
-    except Exception:  # its own error types, for expressions it does not know (H fields)
+        return describe(cron.parse(schedule.cron or "", job_id))
+    except InvalidArgument:  # a stored job's cron parses; this is for one that no longer does
         return f"cron {schedule.cron}"
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 
 from wheel.dashboard.pages import colour, next_change, words
 from wheel.model.jobs import Schedule, ScheduleKind
+from wheel.schedule import cron
 
 
 def test_zones_without_dst_and_unknown_zones_have_no_change() -> None:
@@ -16,12 +18,16 @@ def test_zones_without_dst_and_unknown_zones_have_no_change() -> None:
     assert next_change("Europe/London", now) is not None
 
 
-def test_schedules_in_words_with_a_fallback_for_what_the_describer_does_not_know() -> None:
-    assert words(Schedule(kind=ScheduleKind.CRON, cron="30 1 * * 1-5")) == (
-        "At 01:30 AM, Monday through Friday"
+def test_schedules_in_words_from_wheels_own_cron_for_the_job() -> None:
+    job = uuid.UUID(int=7)
+    assert words(Schedule(kind=ScheduleKind.CRON, cron="30 1 * * 1-5"), job) == (
+        "At 01:30, on Monday-Friday"
     )
-    assert words(Schedule(kind=ScheduleKind.CRON, cron="H H * * *")) == "cron H H * * *"
-    assert words(Schedule(kind=ScheduleKind.NOW)) == "once, at once"
+    hashed = cron.parse("H H * * *", job)
+    assert words(Schedule(kind=ScheduleKind.CRON, cron="H H * * *"), job) == (
+        f"At {hashed.hours[0]:02d}:{hashed.minutes[0]:02d}, every day"
+    )
+    assert words(Schedule(kind=ScheduleKind.NOW), job) == "once, at once"
 
 
 def test_each_node_has_a_stable_colour_and_no_owner_is_grey() -> None:
