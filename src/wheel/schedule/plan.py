@@ -56,8 +56,20 @@ class SchedulePlan:
     def fire_at(self, instant: datetime) -> datetime:
         return instant + self.offset
 
-    def runs(self, start: datetime, end: datetime, *, skipped: bool = False) -> list[Occurrence]:
-        """Runs with instants in [start, end) and within the bounds, in order."""
+    def runs(
+        self,
+        start: datetime,
+        end: datetime,
+        *,
+        skipped: bool = False,
+        limit: int | None = None,
+        from_end: bool = False,
+    ) -> list[Occurrence]:
+        """Runs with instants in [start, end) and within the bounds, in order.
+
+        `limit` and `from_end`: at least the first (last) `limit` runs, and not
+        much more than the day they end in (see `expand`).
+        """
         low = max(start, self.schedule.starts_at or start)
         high = end
         if self.schedule.ends_at is not None:
@@ -68,7 +80,7 @@ class SchedulePlan:
             return [Occurrence(self.one_off, self.one_off)] if low <= self.one_off < high else []
         assert self.expr is not None
         assert self.rule is not None
-        found = expand(self.expr, self.tz, self.rule, low, high)
+        found = expand(self.expr, self.tz, self.rule, low, high, limit=limit, from_end=from_end)
         return found if skipped else [o for o in found if not o.skipped]
 
     def next_runs(self, after: datetime, count: int, *, skipped: bool = False) -> list[Occurrence]:
@@ -85,7 +97,8 @@ class SchedulePlan:
         while sum(not o.skipped for o in found) < count and start < limit:
             if self.schedule.ends_at is not None and start > self.schedule.ends_at:
                 break
-            found.extend(self.runs(start, start + window, skipped=skipped))
+            wanted = count - sum(not o.skipped for o in found)
+            found.extend(self.runs(start, start + window, skipped=skipped, limit=wanted))
             start += window
             if sum(not o.skipped for o in found) < count:
                 window = min(window * 2, _LARGEST_WINDOW)
@@ -115,7 +128,8 @@ class SchedulePlan:
         while sum(not o.skipped for o in found) < count and end > limit:
             if self.schedule.starts_at is not None and end <= self.schedule.starts_at:
                 break
-            found[:0] = self.runs(end - window, end, skipped=skipped)
+            wanted = count - sum(not o.skipped for o in found)
+            found[:0] = self.runs(end - window, end, skipped=skipped, limit=wanted, from_end=True)
             end -= window
             if sum(not o.skipped for o in found) < count:
                 window = min(window * 2, _LARGEST_WINDOW)

@@ -122,3 +122,30 @@ def test_bounds_limit_the_runs_on_either_side() -> None:
         forward.at - minute,
     ]
     assert [run.scheduled_for for run in around.later] == [forward.at, forward.at + minute]
+
+
+def test_a_limit_stops_expansion_after_the_day_it_is_reached_from_either_end() -> None:
+    """What keeps a preview of an every-second job that runs only in one month from
+    expanding whole months of seconds (2.6 million runs) for the few it shows."""
+    now = datetime.now(UTC)
+    schedule = Schedule(ScheduleKind.CRON, cron="* * * * * *", time_zone="UTC")
+    plan = compile_schedule(schedule, JOB, now=now)
+    start = datetime.combine(now.date() + timedelta(days=1), datetime.min.time(), UTC)
+    end = start + timedelta(days=31)
+    day_s = 86_400
+    first = plan.runs(start, end, limit=5)
+    assert len(first) == day_s
+    assert (first[0].instant, first[-1].instant) == (start, start + timedelta(seconds=day_s - 1))
+    last = plan.runs(start, end, limit=5, from_end=True)
+    assert len(last) == day_s
+    assert last[-1].instant == end - timedelta(seconds=1)
+    # Both walks use it: the runs either side of an instant in a January-only job.
+    january = compile_schedule(
+        Schedule(ScheduleKind.CRON, cron="* * * * 1 *", time_zone="UTC"), JOB, now=now
+    )
+    at = datetime(now.year + 1, 2, 1, tzinfo=UTC)
+    around = preview_around(january, at, 2, 2)
+    second = timedelta(seconds=1)
+    assert [run.scheduled_for for run in around.earlier] == [at - 2 * second, at - second]
+    next_january = datetime(now.year + 2, 1, 1, tzinfo=UTC)
+    assert [run.scheduled_for for run in around.later] == [next_january, next_january + second]
