@@ -323,6 +323,35 @@ class AsyncClient(TenantAndClusterCalls):
         response = await self._transport.call(lambda s: s.jobs.PreviewSchedule, request, retry=True)
         return [messages.next_run(run) for run in response.next_runs]
 
+    async def preview_around(
+        self,
+        schedule: Schedule,
+        around: datetime,
+        *,
+        before: int = 5,
+        after: int = 5,
+        job_id: JobRef | None = None,
+    ) -> t.RunsAround:
+        """The last `before` runs scheduled before `around` and the first `after` from it on.
+
+            change = wheel.schedule.next_transition(zone, now, timedelta(days=400))
+            both = await client.preview_around(schedule, change.at, before=4, after=4)
+
+        The runs next to the instant, whatever the frequency: what a DST change does.
+        """
+        request = api.PreviewScheduleRequest(
+            schedule=schedule_to(schedule),
+            count=after,
+            before=before,
+            around=to_timestamp(requests.instant(around, "around")),
+            job_id=str(job_id or ""),
+        )
+        response = await self._transport.call(lambda s: s.jobs.PreviewSchedule, request, retry=True)
+        return t.RunsAround(
+            earlier=tuple(messages.next_run(run) for run in response.earlier_runs),
+            later=tuple(messages.next_run(run) for run in response.next_runs),
+        )
+
     async def trigger_job(self, job_id: JobRef, *, at: datetime | None = None) -> t.Execution:
         """One extra run of the job, for the instant `at` (default: now), outside its schedule.
 

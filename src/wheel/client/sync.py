@@ -195,6 +195,7 @@ class Client:
     resume_job = _blocking(AsyncClient.resume_job)
     delete_job = _blocking(AsyncClient.delete_job)
     preview_schedule = _blocking(AsyncClient.preview_schedule)
+    preview_around = _blocking(AsyncClient.preview_around)
     trigger_job = _blocking(AsyncClient.trigger_job)
     backfill_job = _blocking(AsyncClient.backfill_job)
     list_executions = _blocking(AsyncClient.list_executions)

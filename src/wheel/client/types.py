@@ -175,6 +175,16 @@ class NextRun:
 
 
 @dataclass(frozen=True, slots=True)
+class RunsAround:
+    """A schedule's runs on both sides of an instant (`preview_around`)."""
+
+    earlier: tuple[NextRun, ...]
+    """The last runs scheduled before it, oldest first."""
+    later: tuple[NextRun, ...]
+    """The first runs scheduled at or after it."""
+
+
+@dataclass(frozen=True, slots=True)
 class CreatedJob:
     """What `create_job` returns: the job and its first resolved runs."""
 

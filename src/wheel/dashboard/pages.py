@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import uuid
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,6 +22,9 @@ from wheel.durations import readable
 from wheel.errors import InvalidArgument, WheelError
 from wheel.model.executions import ExecutionStatus, lateness_s, not_late_because, ordinal
 from wheel.model.jobs import Schedule, ScheduleKind
+from wheel.schedule import cron
+from wheel.schedule.describe import describe
+from wheel.schedule.zones import Transition, next_transition
 
 STATIC = Path(__file__).parent / "static"
 PAGE = 50
@@ -42,17 +46,16 @@ def _seconds(start: datetime | None, end: datetime | None) -> str:
     return readable((end - start).total_seconds())
 
 
-def words(schedule: Schedule) -> str:
-    """A schedule as a person says it ("At 01:30 AM, Monday through Friday")."""
+def words(schedule: Schedule, job_id: uuid.UUID) -> str:
+    """A schedule as a person says it ("At 01:30, on Monday-Friday"), from wheel's own
+    parse of its cron for this job (`H` fields resolved): what will run."""
     if schedule.kind is ScheduleKind.NOW:
         return "once, at once"
     if schedule.kind is ScheduleKind.AT:
         return f"once, at {_when(schedule.at)}"
-    from cron_descriptor import get_description
-
     try:
-        return str(get_description(schedule.cron or ""))
-    except Exception:  # its own error types, for expressions it does not know (H fields)
+        return describe(cron.parse(schedule.cron or "", job_id))
+    except InvalidArgument:  # a stored job's cron parses; this is for one that no longer does
         return f"cron {schedule.cron}"
 
 
@@ -70,7 +73,14 @@ def wall(run: Any) -> str:
         local = run.instant.astimezone(ZoneInfo(run.time_zone))
     except (ZoneInfoNotFoundError, ValueError):
         return str(run.wall_time)
-    return str(local.strftime("%a %d %b %Y, %H:%M %Z"))
+    clock = "%H:%M:%S" if local.second else "%H:%M"  # an every-10-seconds job's runs differ
+    return str(local.strftime(f"%a %d %b %Y, {clock} %Z"))
+
+
+def transition(change: Transition) -> str:
+    """A DST change as people read it: "On Sun 28 Mar 2027 at 01:00 UTC, clocks go
+    forward 01:00 GMT → 02:00 BST"."""
+    return f"On {change.at:%a %d %b %Y} at {change.at:%H:%M} UTC, {change.describe()}"
 
 
 def lateness(execution: Execution) -> str:
@@ -87,6 +97,7 @@ FILTERS = {
     "wall": wall,
     "when": _when,
     "words": words,
+    "transition": transition,
     "colour": colour,
     "ordinal": ordinal,
     "lateness": lateness,
@@ -108,42 +119,36 @@ async def jobs(client: AsyncClient, request: web.Request) -> dict[str, Any]:
     return {"jobs": page.items, "next_page": page.next_page_token, "attention_only": False}
 
 
-def next_offset_change(zone: str, after: datetime, days: int = 400) -> datetime | None:
-    """The first instant after `after` at which `zone`'s UTC offset changes (to the minute),
-    within `days`; None for a zone without DST."""
+AROUND_RUNS = 4
+"""Runs shown on each side of the next DST change."""
+TRANSITION_HORIZON = timedelta(days=400)
+
+
+def next_change(zone: str, after: datetime) -> Transition | None:
+    """The next change of `zone`'s UTC offset after `after` (within 400 days), from
+    zoneinfo; None for a zone without one (UTC, Asia/Tokyo) or an unknown zone."""
     try:
         tz = ZoneInfo(zone)
     except (ZoneInfoNotFoundError, ValueError):
         return None
-    step = timedelta(days=1)
-    at, offset = after, after.astimezone(tz).utcoffset()
-    for _ in range(days):
-        following = at + step
-        if following.astimezone(tz).utcoffset() != offset:
-            while following - at > timedelta(seconds=1):  # narrow it down
-                middle = at + (following - at) / 2
-                if middle.astimezone(tz).utcoffset() == offset:
-                    at = middle
-                else:
-                    following = middle
-            # Within a second after the change, which zones make on a whole minute.
-            return following.replace(second=0, microsecond=0)
-        at = following
-    return None
+    return next_transition(tz, after, TRANSITION_HORIZON)
 
 
 async def job(client: AsyncClient, request: web.Request) -> dict[str, Any]:
     found = await client.get_job(request.match_info["ref"], with_runs=True)
     preview: list[Any] = []
-    around: list[Any] = []
+    around = None
     change = None
     if found.schedule.kind is ScheduleKind.CRON:
         preview = await client.preview_schedule(found.schedule, count=12, job_id=found.id)
-        change = next_offset_change(found.schedule.time_zone, datetime.now(UTC))
+        change = next_change(found.schedule.time_zone, datetime.now(UTC))
         if change is not None:
-            around = await client.preview_schedule(
-                found.schedule, count=6, after=change - timedelta(days=2), job_id=found.id
-            )
+            # The runs next to the change, walked outwards from it: the minutes around
+            # it for a minutely job, the days around it for a daily one.
+            around = await client.preview_around(
+                found.schedule, change.at, before=AROUND_RUNS, after=AROUND_RUNS,
+                job_id=found.id,
+            )  # fmt: skip
     # The past, newest first: runs whose instant has come (the future is "Next runs"), a
     # keyset page at a time; "older" carries the API's token to the next page back.
     history = await client.list_executions(

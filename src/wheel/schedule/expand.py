@@ -49,18 +49,35 @@ def _offset(instant: datetime, tz: ZoneInfo) -> timedelta:
 
 
 def expand(
-    expr: CronExpr, tz: ZoneInfo, rule: DstRule, start: datetime, end: datetime
+    expr: CronExpr,
+    tz: ZoneInfo,
+    rule: DstRule,
+    start: datetime,
+    end: datetime,
+    *,
+    limit: int | None = None,
+    from_end: bool = False,
 ) -> list[Occurrence]:
     """Runs with instants in [start, end), sorted, one per instant (dropped runs included).
 
     Several wall times can land on one instant (a gap collapsing into its end);
     the first in wall-time order is kept.
+
+    With a `limit`, expansion stops after the day (of real time, counted from
+    `start`) in which `limit` runs are found — from the end of the window when
+    `from_end` — so asking for the next few runs of an every-second job that runs
+    only in January costs a day of runs, not the month a large window holds.
     """
     found: dict[datetime, Occurrence] = {}
+    chunks = []
     chunk = start
     while chunk < end:
-        _expand_chunk(expr, tz, rule, chunk, min(end, chunk + _CHUNK), found)
+        chunks.append(chunk)
         chunk += _CHUNK
+    for chunk in reversed(chunks) if from_end else chunks:
+        _expand_chunk(expr, tz, rule, chunk, min(end, chunk + _CHUNK), found)
+        if limit is not None and sum(not o.skipped for o in found.values()) >= limit:
+            break
     return [found[instant] for instant in sorted(found)]
 
 

@@ -4,6 +4,7 @@
     plan.runs(start, end)          # Occurrences in [start, end), bounds applied
     plan.fire_at(run.instant)      # the instant it fires: plus the job's smear offset
     plan.next_runs(after, 5)       # for previews
+    plan.previous_runs(before, 5)  # the runs just before an instant (a DST change)
 
 Bounds (`starts_at`, `ends_at`) are inclusive. The smear offset is a stable
 value in [0, smear) chosen by hashing the job id, the same every period; a
@@ -55,8 +56,20 @@ class SchedulePlan:
     def fire_at(self, instant: datetime) -> datetime:
         return instant + self.offset
 
-    def runs(self, start: datetime, end: datetime, *, skipped: bool = False) -> list[Occurrence]:
-        """Runs with instants in [start, end) and within the bounds, in order."""
+    def runs(
+        self,
+        start: datetime,
+        end: datetime,
+        *,
+        skipped: bool = False,
+        limit: int | None = None,
+        from_end: bool = False,
+    ) -> list[Occurrence]:
+        """Runs with instants in [start, end) and within the bounds, in order.
+
+        `limit` and `from_end`: at least the first (last) `limit` runs, and not
+        much more than the day they end in (see `expand`).
+        """
         low = max(start, self.schedule.starts_at or start)
         high = end
         if self.schedule.ends_at is not None:
@@ -67,7 +80,7 @@ class SchedulePlan:
             return [Occurrence(self.one_off, self.one_off)] if low <= self.one_off < high else []
         assert self.expr is not None
         assert self.rule is not None
-        found = expand(self.expr, self.tz, self.rule, low, high)
+        found = expand(self.expr, self.tz, self.rule, low, high, limit=limit, from_end=from_end)
         return found if skipped else [o for o in found if not o.skipped]
 
     def next_runs(self, after: datetime, count: int, *, skipped: bool = False) -> list[Occurrence]:
@@ -84,7 +97,8 @@ class SchedulePlan:
         while sum(not o.skipped for o in found) < count and start < limit:
             if self.schedule.ends_at is not None and start > self.schedule.ends_at:
                 break
-            found.extend(self.runs(start, start + window, skipped=skipped))
+            wanted = count - sum(not o.skipped for o in found)
+            found.extend(self.runs(start, start + window, skipped=skipped, limit=wanted))
             start += window
             if sum(not o.skipped for o in found) < count:
                 window = min(window * 2, _LARGEST_WINDOW)
@@ -95,6 +109,38 @@ class SchedulePlan:
             result.append(occurrence)
             real += not occurrence.skipped
         return result
+
+    def previous_runs(
+        self, before: datetime, count: int, *, skipped: bool = False
+    ) -> list[Occurrence]:
+        """The last `count` runs before `before`, oldest first (fewer if the schedule starts).
+
+        The same walk as `next_runs`, backwards: a minute's window first, doubling
+        while too few runs are found, so the runs just before a DST change cost as
+        little as the runs just after it, whatever the schedule's frequency.
+        """
+        found: list[Occurrence] = []
+        end = before
+        if self.schedule.ends_at is not None:
+            end = min(end, self.schedule.ends_at + timedelta(microseconds=1))
+        window = _FIRST_WINDOW
+        limit = before - timedelta(days=366 * (HORIZON_YEARS + 1))
+        while sum(not o.skipped for o in found) < count and end > limit:
+            if self.schedule.starts_at is not None and end <= self.schedule.starts_at:
+                break
+            wanted = count - sum(not o.skipped for o in found)
+            found[:0] = self.runs(end - window, end, skipped=skipped, limit=wanted, from_end=True)
+            end -= window
+            if sum(not o.skipped for o in found) < count:
+                window = min(window * 2, _LARGEST_WINDOW)
+        result: list[Occurrence] = []
+        real = 0
+        for occurrence in reversed(found):
+            if real == count:
+                break
+            result.append(occurrence)
+            real += not occurrence.skipped
+        return result[::-1]
 
 
 def compile_schedule(schedule: Schedule, job_id: uuid.UUID, *, now: datetime) -> SchedulePlan:

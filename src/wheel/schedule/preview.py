@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from wheel.schedule.dst import Occurrence
 from wheel.schedule.plan import SchedulePlan
 
 
@@ -28,8 +29,37 @@ def _duration(delta: timedelta) -> str:
 
 def preview(plan: SchedulePlan, after: datetime, count: int) -> list[PreviewRun]:
     """The next `count` runs at or after `after`; notes say where DST or smear moved them."""
+    return _rendered(plan, plan.next_runs(after, count, skipped=True))
+
+
+@dataclass(frozen=True, slots=True)
+class AroundRuns:
+    """The runs on both sides of an instant (a DST change): what it does to the schedule."""
+
+    earlier: list[PreviewRun]
+    """The last runs scheduled before the instant, oldest first."""
+    later: list[PreviewRun]
+    """The first runs scheduled at or after it."""
+
+
+def preview_around(plan: SchedulePlan, at: datetime, before: int, after: int) -> AroundRuns:
+    """The last `before` runs scheduled before `at` and the first `after` from it on.
+
+    Both walk the schedule outwards from `at`, so a minutely or every-second schedule
+    shows the minutes or seconds around a DST change, and a daily one the days.
+    """
+    earlier = plan.previous_runs(at, before, skipped=True) if before else []
+    runs = _rendered(plan, [*earlier, *plan.next_runs(at, after, skipped=True)])
+    return AroundRuns(
+        earlier=[run for run in runs if run.scheduled_for < at],
+        later=[run for run in runs if run.scheduled_for >= at],
+    )
+
+
+def _rendered(plan: SchedulePlan, occurrences: list[Occurrence]) -> list[PreviewRun]:
+    """Previews of `occurrences`: a dropped one's note goes to the next run that happens."""
     result, pending_notes = [], []
-    for occurrence in plan.next_runs(after, count, skipped=True):
+    for occurrence in occurrences:
         if occurrence.skipped:
             pending_notes.append(occurrence.note or "")
             continue

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from wheel.errors import InvalidArgument, excerpt
@@ -91,3 +91,50 @@ def describe_offset(instant: datetime, tz: ZoneInfo) -> str:
     """'02:00 BST' style: wall time and abbreviation in `tz`."""
     local = instant.astimezone(tz)
     return f"{local:%H:%M}" + (f":{local:%S}" if local.second else "") + f" {local.tzname()}"
+
+
+_SAMPLE = timedelta(hours=12)
+"""Offsets are sampled this far apart: no zone changes its offset twice within 12 hours."""
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """A change of a zone's UTC offset: the clocks going forward or back."""
+
+    at: datetime
+    """The instant (UTC) of the change."""
+    before: datetime
+    """The wall time the clocks showed just before it, read in the old offset (aware)."""
+    after: datetime
+    """The wall time they show from it on, in the new offset (aware)."""
+
+    @property
+    def forward(self) -> bool:
+        return self.after.utcoffset() > self.before.utcoffset()  # type: ignore[operator]
+
+    def describe(self) -> str:
+        """'clocks go forward 01:00 GMT → 02:00 BST' ('back' when the offset shrinks)."""
+        way = "forward" if self.forward else "back"
+        return f"clocks go {way} {_wall(self.before)} → {_wall(self.after)}"
+
+
+def _wall(local: datetime) -> str:
+    return f"{local:%H:%M}" + (f":{local:%S}" if local.second else "") + f" {local.tzname()}"
+
+
+def next_transition(tz: ZoneInfo, after: datetime, within: timedelta) -> Transition | None:
+    """The first change of `tz`'s offset after instant `after` and within `within` of it;
+    None when there is none (UTC, Asia/Tokyo). Found from zoneinfo's own rules."""
+    low = after.astimezone(UTC)
+    end = low + within
+    offset = low.astimezone(tz).utcoffset()
+    while low < end:
+        high = min(low + _SAMPLE, end)
+        if high.astimezone(tz).utcoffset() != offset:
+            at = transition_between(low, high, tz)
+            old = (at - _SECOND).astimezone(tz)
+            assert old.utcoffset() is not None
+            fixed = timezone(old.utcoffset(), old.tzname())  # type: ignore[arg-type]
+            return Transition(at, at.astimezone(fixed), at.astimezone(tz))
+        low = high
+    return None

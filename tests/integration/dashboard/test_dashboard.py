@@ -192,7 +192,7 @@ async def test_a_tenant_watches_acts_and_explains_in_the_browser(
     await sign_in(page, base, token)
     await expect(page).to_have_url(re.compile(r"/jobs$"))
     row = page.locator("tr", has_text="nightly-report")
-    await expect(row).to_contain_text("At 01:30 AM")
+    await expect(row).to_contain_text("At 01:30, every day")
     await expect(row).to_contain_text("30 1 * * *")
     await expect(row).to_contain_text("Europe/London")
     assert token not in await page.content()

@@ -35,8 +35,8 @@ from wheel.model.executions import (
     lateness_s,
     not_late_because,
     of_try,
+    ordinal,
 )
-from wheel.model.http_tasks import HTTP_POOL, is_http_task_type
 from wheel.model.ids import ExecutionKey, TenantId
 from wheel.model.jobs import Job, JobStatus
 from wheel.model.notifications import Delivery, DeliveryState, redacted

@@ -39,7 +39,7 @@ from wheel.model.executions import DueOccurrence, NewOccurrence, Trigger
 from wheel.model.ids import ExecutionKey, JobId, TenantId
 from wheel.model.jobs import Job, JobStatus, OverlapPolicy, Policies, ScheduleKind
 from wheel.notify.egress import DEFAULT_EGRESS, EgressPolicy
-from wheel.schedule import SchedulePlan, compile_schedule, preview
+from wheel.schedule import SchedulePlan, compile_schedule, preview, preview_around
 from wheel.store import Store, pagination
 from wheel.timestamps import to_timestamp
 
@@ -390,9 +390,22 @@ class JobsApi:
             await self._ref(tenant, request.job_id, "job_id") if request.job_id else _PREVIEW_JOB
         )
         now = self._clock()
+        if request.HasField("around"):
+            if request.HasField("after"):
+                raise InvalidArgument("around", "give after or around, not both")
+            around = convert.instant(request.around, "around")
+            before = _count(request.before, "before", DEFAULT_PREVIEW)
+        elif request.before:
+            raise InvalidArgument("before", "counts the runs before `around`, which is not set")
         after = convert.instant(request.after, "after") if request.HasField("after") else now
         with convert.request_fields():
             plan = compile_schedule(schedule, job_id, now=now)
+        if request.HasField("around"):
+            both = preview_around(plan, around, before, count)
+            return api.PreviewScheduleResponse(
+                earlier_runs=[convert.next_run_to(run) for run in both.earlier],
+                next_runs=[convert.next_run_to(run) for run in both.later],
+            )
         return api.PreviewScheduleResponse(
             next_runs=[convert.next_run_to(run) for run in preview(plan, after, count)]
         )

@@ -112,22 +112,28 @@ class UpdateJobRequest(_message.Message):
     def __init__(self, job: _Optional[_Union[_common_pb2.Job, _Mapping]] = ...) -> None: ...
 
 class PreviewScheduleRequest(_message.Message):
-    __slots__ = ("schedule", "count", "after", "job_id")
+    __slots__ = ("schedule", "count", "after", "job_id", "around", "before")
     SCHEDULE_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     AFTER_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    AROUND_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
     schedule: _common_pb2.Schedule
     count: int
     after: _timestamp_pb2.Timestamp
     job_id: str
-    def __init__(self, schedule: _Optional[_Union[_common_pb2.Schedule, _Mapping]] = ..., count: _Optional[int] = ..., after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., job_id: _Optional[str] = ...) -> None: ...
+    around: _timestamp_pb2.Timestamp
+    before: int
+    def __init__(self, schedule: _Optional[_Union[_common_pb2.Schedule, _Mapping]] = ..., count: _Optional[int] = ..., after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., job_id: _Optional[str] = ..., around: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before: _Optional[int] = ...) -> None: ...
 
 class PreviewScheduleResponse(_message.Message):
-    __slots__ = ("next_runs",)
+    __slots__ = ("next_runs", "earlier_runs")
     NEXT_RUNS_FIELD_NUMBER: _ClassVar[int]
+    EARLIER_RUNS_FIELD_NUMBER: _ClassVar[int]
     next_runs: _containers.RepeatedCompositeFieldContainer[_common_pb2.NextRun]
-    def __init__(self, next_runs: _Optional[_Iterable[_Union[_common_pb2.NextRun, _Mapping]]] = ...) -> None: ...
+    earlier_runs: _containers.RepeatedCompositeFieldContainer[_common_pb2.NextRun]
+    def __init__(self, next_runs: _Optional[_Iterable[_Union[_common_pb2.NextRun, _Mapping]]] = ..., earlier_runs: _Optional[_Iterable[_Union[_common_pb2.NextRun, _Mapping]]] = ...) -> None: ...
 
 class TriggerJobRequest(_message.Message):
     __slots__ = ("id", "at")
