@@ -142,6 +142,8 @@ class Session:
     tls: bool
     tls_ca: Path | None
     output: str
+    wide: bool = False
+    """Tables keep every column on one line, ids included, whatever the terminal's width."""
 
     def call(self, work: Callable[[Client], T]) -> T:
         """`work` with a client that is closed afterwards."""
@@ -217,6 +219,11 @@ _CONNECTION = (
         show_default=True,
         help="table for people, json for programs, id: only the ids, one per line.",
     ),
+    click.option(
+        "--wide",
+        is_flag=True,
+        help="Tables unfolded, one line a row, ids included, past the terminal's width.",
+    ),
     configfile.option(),
 )
 
@@ -273,10 +280,11 @@ def connected(command: Callable[..., None]) -> Callable[..., None]:
         tls: bool,
         tls_ca: Path | None,
         output: str,
+        wide: bool,
         **kwargs: Any,
     ) -> None:
         endpoints = tuple(p.strip() for item in endpoint for p in item.split(",") if p.strip())
-        session = Session(endpoints, token or None, tls, tls_ca, output)
+        session = Session(endpoints, token or None, tls, tls_ca, output, wide)
         try:
             command(session, *args, **kwargs)
         except FieldError as exc:
