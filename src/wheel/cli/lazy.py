@@ -16,9 +16,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,21 @@ class LazyGroup(click.Group):
         if cmd_name in self.lazy and cmd_name not in self.commands:
             self.add_command(self.lazy[cmd_name].load(), cmd_name)
         return super().get_command(ctx, cmd_name)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        """Command names with their summaries (a TAB imports no command), then options."""
+        from click.shell_completion import CompletionItem
+
+        results = []
+        for name in self.list_commands(ctx):
+            if not name.startswith(incomplete):
+                continue
+            if name in self.lazy:
+                results.append(CompletionItem(name, help=self.lazy[name].summary))
+            elif (command := super().get_command(ctx, name)) is not None and not command.hidden:
+                results.append(CompletionItem(name, help=command.get_short_help_str()))
+        # The options (click.Command's part); click.Group's would import every command.
+        return results + click.Command.shell_complete(self, ctx, incomplete)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The listing from the summaries: no command is imported to print it."""

@@ -62,6 +62,10 @@ def shards(endpoint: str, etcd_access: options.EtcdAccess, cluster: str, output:
     if output == "json":
         click.echo(json.dumps([dataclasses.asdict(row) for row in rows], indent=2))
         return
+    if output == "jsonl":
+        for row in rows:
+            click.echo(json.dumps(dataclasses.asdict(row)))
+        return
     from rich.console import Console
     from rich.table import Table
 
