@@ -12,6 +12,7 @@ import sys
 
 import click
 
+from wheel import __version__
 from wheel.cli import logs
 from wheel.cli.lazy import Lazy, LazyGroup
 from wheel.errors import WheelError
@@ -38,7 +39,9 @@ COMMANDS = {
 
 
 @click.group(cls=LazyGroup, commands=COMMANDS, context_settings=CONTEXT)
-@click.version_option(package_name="wheel-scheduler", prog_name="wheel")
+# The version from the package, not importlib.metadata: that scans every installed
+# distribution, which was most of `wheel --version`'s time.
+@click.version_option(version=__version__, prog_name="wheel")
 def cli() -> None:
     """wheel: a distributed job scheduler."""
     logs.configure(logging.INFO)
