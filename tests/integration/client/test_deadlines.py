@@ -35,10 +35,12 @@ async def client(node: SchedulerNode, token: str) -> AsyncIterator[AsyncClient]:
 @pytest.fixture
 async def jobs_locked(database_dsn: str) -> AsyncIterator[None]:
     """The jobs table locked by another transaction: the node's reads of it wait."""
-    async with await psycopg.AsyncConnection.connect(database_dsn) as connection:
-        async with connection.transaction():
-            await connection.execute("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
-            yield
+    async with (
+        await psycopg.AsyncConnection.connect(database_dsn) as connection,
+        connection.transaction(),
+    ):
+        await connection.execute("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")
+        yield
 
 
 async def test_a_slow_answer_raises_deadline_exceeded_after_timeout_s(
