@@ -70,10 +70,11 @@ class DevConfig:
         return self.view == "table" or (self.view == "auto" and tty)
 
 
-def previous_token(path: Path) -> str | None:
-    """The token the last run recorded in dev.json, if any."""
+def previous_token(path: Path, key: str = "token") -> str | None:
+    """The token the last run recorded in dev.json under `key` ("token": the tenant's,
+    "executor_token": your executors'), if any."""
     try:
-        token = json.loads(path.read_text()).get("token")
+        token = json.loads(path.read_text()).get(key)
     except (OSError, ValueError, AttributeError):
         return None
     return token if isinstance(token, str) else None

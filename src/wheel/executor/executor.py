@@ -176,9 +176,11 @@ class Executor:
             )
         self.discovery = Discovery(self._view, self._link)
         discovery = self.discovery
+        feed = self._view if isinstance(self._view, ClusterFeed) else None
         reach = self.reach = Reach(
             lambda: discovery.links, executor_id=config.executor_id, cluster=config.cluster,
-            interval_s=config.reach_check_s,
+            interval_s=config.reach_check_s, seeds=config.nodes, seeds_from=config.nodes_from,
+            seed_errors=(lambda: feed.errors) if feed is not None else dict,
         )  # fmt: skip
         self._tasks = [
             asyncio.create_task(reach.run(), name="executor reach"),
