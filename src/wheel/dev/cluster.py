@@ -181,6 +181,7 @@ class DevCluster:
         argv = wheel_command(
             "executor", "--executor-id", EXECUTOR_ID, "--cluster", CLUSTER,
             *seeds, *modules, "--pool", "default=16",
+            *(arg for pool in config.pools for arg in ("--pool", pool)),
             "--drain-timeout", "5", "--metrics-listen", executor_metrics,
         )  # fmt: skip
         self.executor = Child(EXECUTOR_ID, argv, logs / f"{EXECUTOR_ID}.log",
