@@ -11,6 +11,7 @@
     ├── Unauthenticated        no token, or one that is unknown or revoked
     ├── PermissionDenied       the token is valid but may not do this
     ├── Unavailable            a server could not be reached or answer now: retry
+    │   └── DeadlineExceeded   ... before the call's deadline (`timeout_s`, `deadline_s`)
     ├── Conflict               the write lost a race or breaks a rule of state
     │   ├── VersionConflict    an update named a version that is no longer current
     │   ├── NameTaken          another of the tenant's jobs has that name
@@ -102,6 +103,12 @@ class PermissionDenied(WheelError):
 
 class Unavailable(WheelError):
     """No server could answer now; the call may be retried (it may or may not have happened)."""
+
+
+class DeadlineExceeded(Unavailable):
+    """No answer came before the call's deadline: a try's `timeout_s`, or the `deadline_s`
+    of the whole call, its retries and their backoff included. The call may or may not
+    have happened, as with any `Unavailable`."""
 
 
 class Conflict(WheelError):

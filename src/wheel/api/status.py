@@ -30,6 +30,7 @@ from google.rpc import error_details_pb2, status_pb2
 from wheel.errors import (
     Conflict,
     CoordinatorUnavailable,
+    DeadlineExceeded,
     InvalidArgument,
     InvalidTransition,
     NameTaken,
@@ -185,7 +186,9 @@ def from_status(
         return Unauthenticated(message)
     if code is grpc.StatusCode.PERMISSION_DENIED:
         return PermissionDenied(message)
-    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+    if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+        return DeadlineExceeded(f"{code.name}: {message}")
+    if code is grpc.StatusCode.UNAVAILABLE:
         return Unavailable(f"{code.name}: {message}")
     return RemoteError(code, message)
 

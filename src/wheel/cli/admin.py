@@ -42,8 +42,8 @@ def _with_store(dsn: str, work: Callable[[Store], Awaitable[T]]) -> T:
 
 
 def _show(output: str, title: str, record: dict[str, Any]) -> None:
-    if output == "json":
-        click.echo(json.dumps(record, indent=2, default=str))
+    if output in ("json", "jsonl"):
+        click.echo(json.dumps(record, indent=2 if output == "json" else None, default=str))
         return
     table = Table("field", "value", title=title)
     for key, value in record.items():

@@ -49,6 +49,14 @@ from wheel.dev import config as devconfig
     help="Your module of @wheel.task handlers, run beside the examples; repeatable.",
 )
 @click.option(
+    "--pool",
+    "pools",
+    multiple=True,
+    metavar="NAME=N",
+    help="A pool the executor serves beside default=16, for tasks that declare it "
+    '(@wheel.task(..., pool="slow") needs --pool slow=4); repeatable.',
+)
+@click.option(
     "--examples/--no-examples",
     default=True,
     show_default=True,
@@ -69,6 +77,7 @@ def dev(
     api_port: int | None,
     metrics_port: int | None,
     task_modules: tuple[str, ...],
+    pools: tuple[str, ...],
     examples: bool,
     view: str,
 ) -> None:
@@ -81,6 +90,7 @@ def dev(
         api_port=api_port,
         metrics_port=metrics_port,
         task_modules=task_modules,
+        pools=pools,
         examples=examples,
         view=view,
     )

@@ -23,6 +23,12 @@ def _default_executor_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
 
 
+def _nodes_from() -> str:
+    """Where --node's values came from, for the logs that name them."""
+    source = click.get_current_context().get_parameter_source("nodes")
+    return "WHEEL_NODES" if source is click.core.ParameterSource.ENVIRONMENT else "--node"
+
+
 def _pools(values: tuple[str, ...]) -> dict[str, int]:
     pools: dict[str, int] = {}
     for value in values:
@@ -185,6 +191,7 @@ def executor(
             executor_id=executor_id,
             cluster=cluster,
             nodes=seeds,
+            nodes_from=_nodes_from(),
             etcd_endpoint=endpoint or "http://127.0.0.1:2379",
             task_modules=modules,
             pools=_pools(pools),

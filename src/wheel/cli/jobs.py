@@ -169,7 +169,7 @@ def list_jobs(session: Session, limit: int, page_token: str) -> None:
     page = session.call(
         lambda client: client.list_jobs(page_size=limit, page_token=page_token, with_runs=True)
     )
-    session.show(page, lambda console: show.jobs(console, page))
+    session.show(page, lambda console: show.jobs(console, page, session.wide))
 
 
 def _job_command(name: str, title: str, call: Callable[[Client, str], types.Job]) -> None:
@@ -395,7 +395,7 @@ def list_executions(
         return page, _job_names(client, {str(item.job_id) for item in page.items})
 
     page, names = session.call(fetch)
-    session.show(page, lambda console: show.executions(console, page, names, now))
+    session.show(page, lambda console: show.executions(console, page, names, now, session.wide))
 
 
 def _job_names(client: Client, job_ids: set[str]) -> dict[str, str]:

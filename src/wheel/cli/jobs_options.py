@@ -142,6 +142,8 @@ class Session:
     tls: bool
     tls_ca: Path | None
     output: str
+    wide: bool = False
+    """Tables keep every column on one line, ids included, whatever the terminal's width."""
 
     def call(self, work: Callable[[Client], T]) -> T:
         """`work` with a client that is closed afterwards."""
@@ -155,17 +157,35 @@ class Session:
             return work(client)
 
     def show(self, value: object, human: Callable[[Console], None]) -> None:
-        """`value` as JSON (--output json), its ids (--output id), or as `human` shows it."""
+        """`value` as JSON (--output json), a JSON object a line (jsonl), its ids (--output
+        id), or as `human` shows it."""
         if self.output == "json":
             from wheel.client.plain import to_plain
 
             click.echo(json.dumps(to_plain(value), indent=2))
+        elif self.output == "jsonl":
+            json_lines(value)
         elif self.output == "id":
             for ident in ids_of(value):
                 click.echo(ident)
         else:
             # markup off: names, errors and payloads are data, never rich markup.
             human(Console(highlight=False, markup=False))
+
+
+def json_lines(value: object) -> None:
+    """A JSON object a line: a page's or a list's items, else the one result; a page's
+    continuation goes to stderr, so that stdout holds only objects."""
+    from wheel.client.plain import to_plain
+    from wheel.client.types import Page
+
+    items: object = value
+    if isinstance(value, Page):
+        items = value.items
+        if value.next_page_token:
+            click.echo(f"more: --page-token {value.next_page_token}", err=True)
+    for item in items if isinstance(items, list | tuple) else [items]:
+        click.echo(json.dumps(to_plain(item), separators=(",", ":")))
 
 
 def ids_of(value: object) -> list[str]:
@@ -211,11 +231,18 @@ _CONNECTION = (
         help="PEM CA bundle to verify nodes with; implies --tls (env WHEEL_TLS_CA).",
     ),
     click.option(
+        "-o",
         "--output",
-        type=click.Choice(["table", "json", "id"]),
+        type=click.Choice(["table", "json", "jsonl", "id"]),
         default="table",
         show_default=True,
-        help="table for people, json for programs, id: only the ids, one per line.",
+        help="table for people; json for programs; jsonl: one JSON object a line (a list's "
+        "items, `more: --page-token` on stderr); id: only the ids, one a line.",
+    ),
+    click.option(
+        "--wide",
+        is_flag=True,
+        help="Tables unfolded, one line a row, ids included, past the terminal's width.",
     ),
     configfile.option(),
 )
@@ -273,10 +300,11 @@ def connected(command: Callable[..., None]) -> Callable[..., None]:
         tls: bool,
         tls_ca: Path | None,
         output: str,
+        wide: bool,
         **kwargs: Any,
     ) -> None:
         endpoints = tuple(p.strip() for item in endpoint for p in item.split(",") if p.strip())
-        session = Session(endpoints, token or None, tls, tls_ca, output)
+        session = Session(endpoints, token or None, tls, tls_ca, output, wide)
         try:
             command(session, *args, **kwargs)
         except FieldError as exc:

@@ -1,106 +1,50 @@
-"""The `wheel` command: parse, build configuration, run — nothing else."""
+"""The `wheel` command: parse, build configuration, run — nothing else.
+
+Each command's module is imported only when that command runs (`wheel.cli.lazy`):
+`wheel --help` imports no gRPC, psycopg or dev cluster, and `wheel jobs list`
+no psycopg.
+"""
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import sys
 
 import click
-from rich.console import Console
-from rich.table import Table
 
-from wheel import eventloop
-from wheel.cli import logs, options
-from wheel.cli.admin import tenants, tokens
-from wheel.cli.cluster import executors, nodes
-from wheel.cli.dev import dev
-from wheel.cli.executor import executor
-from wheel.cli.jobs import executions, jobs
-from wheel.cli.notifications import notifications
-from wheel.cli.scheduler import scheduler
+from wheel import __version__
+from wheel.cli import logs
+from wheel.cli.lazy import Lazy, LazyGroup
 from wheel.errors import WheelError
 
 CONTEXT = {"auto_envvar_prefix": "WHEEL", "help_option_names": ["-h", "--help"]}
 
+COMMANDS = {
+    "completion": Lazy("wheel.cli.completion:completion", "Print the shell completion script."),
+    "dev": Lazy("wheel.cli.dev:dev", "Run a local cluster in the foreground; Ctrl-C stops it."),
+    "executions": Lazy(
+        "wheel.cli.jobs:executions", "Inspect, explain, retry and cancel executions."
+    ),
+    "executor": Lazy("wheel.cli.executor:executor", "Run task handlers for the scheduler nodes."),
+    "executors": Lazy("wheel.cli.cluster:executors", "Every executor: its pools and task types."),
+    "jobs": Lazy("wheel.cli.jobs:jobs", "Create, inspect and change jobs."),
+    "migrate": Lazy("wheel.cli.maintenance:migrate", "Bring the database schema up to date."),
+    "nodes": Lazy("wheel.cli.cluster:nodes", "Every scheduler node: where it listens."),
+    "notifications": Lazy("wheel.cli.notifications:notifications", "The tenant's webhook."),
+    "scheduler": Lazy("wheel.cli.scheduler:scheduler", "Run a scheduler node."),
+    "shards": Lazy("wheel.cli.maintenance:shards", "Every partition, the node that owns it."),
+    "tenants": Lazy("wheel.cli.admin:tenants", "Create tenants."),
+    "tokens": Lazy("wheel.cli.admin:tokens", "Create and revoke API tokens."),
+}
 
-@click.group(context_settings=CONTEXT)
-@click.version_option(package_name="wheel-scheduler", prog_name="wheel")
+
+@click.group(cls=LazyGroup, commands=COMMANDS, context_settings=CONTEXT)
+# The version from the package, not importlib.metadata: that scans every installed
+# distribution, which was most of `wheel --version`'s time.
+@click.version_option(version=__version__, prog_name="wheel")
 def cli() -> None:
     """wheel: a distributed job scheduler."""
     logs.configure(logging.INFO)
-
-
-@cli.command()
-@options.dsn
-def migrate(dsn: str) -> None:
-    """Bring the database schema up to date (safe to run from several processes at once)."""
-    from wheel.store import migrate as run_migrations
-
-    applied = eventloop.run(run_migrations(dsn))
-    for migration in applied:
-        click.echo(f"applied {migration.number:04d}_{migration.name}")
-    click.echo("schema up to date" if applied else "schema already up to date")
-
-
-@cli.command()
-@options.etcd
-@options.etcd_access
-@options.cluster
-@options.output
-def shards(endpoint: str, etcd_access: options.EtcdAccess, cluster: str, output: str) -> None:
-    """Every partition, the node that owns it and its epoch (as etcdctl would show them)."""
-    from wheel.cli.jobs_options import CommandError
-    from wheel.coordinator import shards as listing
-    from wheel.coordinator.etcd import Etcd
-    from wheel.coordinator.layout import Layout
-
-    settings = etcd_access.settings(endpoint)
-
-    async def read() -> tuple[bool, list[listing.Shard]]:
-        etcd = await Etcd.connect(settings)
-        try:
-            layout = Layout(cluster)
-            rows = await listing.shards(etcd, layout)
-            # Asked only when nothing is held: is there a cluster of that name at all?
-            made = any(row.node_id for row in rows) or (
-                await etcd.get(layout.config) is not None
-                or bool((await etcd.get_prefix(layout.nodes))[0])
-            )
-            return made, rows
-        finally:
-            await etcd.close()
-
-    made, rows = eventloop.run(read())
-    if not made:
-        # No node ever ran in it: most often a --cluster other than the nodes' own.
-        raise CommandError(
-            f"no node is in cluster {cluster!r} (nothing under /wheel/{cluster}/ in etcd): "
-            "check --cluster (env WHEEL_CLUSTER) against the nodes' own"
-        )
-    if output == "json":
-        click.echo(json.dumps([dataclasses.asdict(row) for row in rows], indent=2))
-        return
-    table = Table("partition", "owner", "epoch", "since", title=f"cluster {cluster}")
-    for row in rows:
-        table.add_row(f"{row.partition:04d}", row.node_id or "-", str(row.epoch or "-"),
-                      row.since or "-")  # fmt: skip
-    held = sum(row.node_id is not None for row in rows)
-    Console().print(table)
-    click.echo(f"{held} of {len(rows)} partitions held")
-
-
-cli.add_command(dev)
-cli.add_command(scheduler)
-cli.add_command(jobs)
-cli.add_command(executions)
-cli.add_command(tenants)
-cli.add_command(tokens)
-cli.add_command(executor)
-cli.add_command(nodes)
-cli.add_command(executors)
-cli.add_command(notifications)
 
 
 def main() -> None:

@@ -30,7 +30,12 @@ etcd = click.option(
 )
 
 output = click.option(
-    "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
+    "-o",
+    "--output",
+    type=click.Choice(["table", "json", "jsonl"]),
+    default="table",
+    show_default=True,
+    help="table for people; json for programs; jsonl: one JSON object a line.",
 )
 
 cluster = click.option(

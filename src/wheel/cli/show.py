@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
-from rich.table import Column, Table
+from rich.table import Table
 
+from wheel.cli.table import Col, render
 from wheel.client.apply import Action
 from wheel.durations import readable
 from wheel.errors import first_line
@@ -32,6 +33,11 @@ _SPAN_UNITS_MS = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000
 
 def when(instant: datetime | None) -> str:
     return "-" if instant is None else instant.isoformat().replace("+00:00", "Z")
+
+
+def cell_when(instant: datetime | None) -> str:
+    """An instant in a list's cell: a space between date and time, where it may fold."""
+    return when(instant).replace("T", " ")
 
 
 def span(delta: timedelta) -> str:
@@ -91,12 +97,6 @@ def _payload(payload: bytes) -> str:
     return text if len(text) <= 200 else text[:200] + "…"
 
 
-def _whole(header: str, values: Iterable[str]) -> Column:
-    """A column never cut nor wrapped: ids are what the next command needs."""
-    width = max((len(value) for value in values), default=len(header))
-    return Column(header, no_wrap=True, min_width=max(width, len(header)))
-
-
 def fields(console: Console, title: str, rows: Iterable[tuple[str, object]]) -> None:
     """A two-column table of one object's fields."""
     table = Table("field", "value", title=title, title_justify="left")
@@ -128,30 +128,31 @@ def job(console: Console, title: str, item: types.Job) -> None:
     )
 
 
-def jobs(console: Console, page: types.Page[types.Job]) -> None:
-    table = Table(
-        _whole("id", (str(item.id) for item in page.items)),
-        "name",
-        "task",
-        "status",
-        "version",
-        "schedule",
-        "last run",
-        "next run",
-        box=box.SIMPLE_HEAD,
-    )
+def jobs(console: Console, page: types.Page[types.Job], wide: bool = False) -> None:
+    """A row a job, its name first; its version (`jobs get` shows it, `jobs update` asks for
+    it) and id (jobs are named by name) only with --wide."""
+    columns = [
+        Col("name", fold=True),
+        Col("task", fold=True),
+        Col("status"),
+        Col("schedule", fold=True),
+        Col("last run", fold=True),
+        Col("next run", fold=True),
+    ]
+    if wide:
+        columns += [Col("version"), Col("id")]
+    rows = []
     for item in page.items:
-        table.add_row(
-            str(item.id),
+        row = [
             item.name,
             item.task_type,
             _job_status(item),
-            str(item.version),
             describe_schedule(item.schedule),
-            last_run(item.last_run),
-            when(item.next_run_at) if item.next_run_at else "-",
-        )
-    console.print(table)
+            last_run(item.last_run).replace("T", " "),
+            cell_when(item.next_run_at) if item.next_run_at else "-",
+        ]
+        rows.append([*row, str(item.version), str(item.id)] if wide else row)
+    _table(console, columns, rows, wide)
     _more(console, page.next_page_token)
 
 
@@ -160,6 +161,12 @@ def _job_status(item: types.Job) -> str:
     if item.attention is None:
         return str(item.status)
     return f"{item.status}: {item.attention.summary}"
+
+
+def _table(console: Console, columns: list[Col], rows: list[list[str]], wide: bool) -> None:
+    """The table at the console's width (COLUMNS, else the terminal's), or unfolded."""
+    for line in render(columns, rows, None if wide else console.width):
+        console.print(line, soft_wrap=True, markup=False, emoji=False, highlight=False)
 
 
 def runs(console: Console, items: Sequence[types.NextRun]) -> None:
@@ -234,33 +241,36 @@ def executions(
     page: types.Page[types.Execution],
     names: Mapping[str, str] | None = None,
     now: datetime | None = None,
+    wide: bool = False,
 ) -> None:
     """A row a run: when, the job's name, status, try, how late it started, how long it took
-    (so far, while it runs), and the error or reason; the id last, whole, for explain."""
+    (so far, while it runs), and the error or reason; the id last, whole, for explain (under
+    its row when the row would not fit)."""
     names = names or {}
-    table = Table(
-        _whole("scheduled", (when(item.scheduled_for) for item in page.items)),
-        "job",
-        _whole("status", (item.status for item in page.items)),
-        "try",
-        Column("late", justify="right"),
-        Column("took", justify="right"),
-        "detail",
-        _whole("id", (item.id for item in page.items)),
-        box=box.SIMPLE_HEAD,
-    )
-    for item in page.items:
-        table.add_row(
-            when(item.scheduled_for),
+    columns = [
+        Col("scheduled", fold=True),
+        Col("job", fold=True),
+        Col("status"),
+        Col("try", right=True),
+        Col("late", right=True),
+        Col("took", right=True),
+        Col("detail", fold=True),
+        Col("id", below=True),
+    ]
+    rows = [
+        [
+            cell_when(item.scheduled_for),
             names.get(str(item.job_id), str(item.job_id)[:8]),
             item.status,
-            str(item.attempt),
+            str(item.try_attempt),
             _late(item),
             _took(item, now),
             _waiting(item) or first_line(item.error) or item.reason or "",
             item.id,
-        )
-    console.print(table)
+        ]
+        for item in page.items
+    ]
+    _table(console, columns, rows, wide)
     _more(console, page.next_page_token)
 
 

@@ -64,12 +64,17 @@ class AsyncClient(TenantAndClusterCalls):
     PEM bundle at `root_certificates` (giving one implies TLS).
     `timeout_s`: the deadline of each try. `retries`: extra tries, on the next
     endpoint, of calls safe to repeat (the module docstring lists them).
+    `deadline_s`: the deadline of a whole call, its retries included (default:
+    none beyond the tries'). Past either, a call raises `DeadlineExceeded`.
+    `with_options` gives a client with other values over the same channels:
+
+        job = await client.with_options(timeout_s=1, deadline_s=3).get_job("nightly")
 
     Channels open on first use; the client is bound to the event loop it is
     first used on. Errors are `wheel.errors` exceptions, as the server raised
     them: `InvalidArgument` (with `.field` and `.reason`), `NotFound`,
     `VersionConflict`, `InvalidTransition`, `Unauthenticated`,
-    `PermissionDenied`, `Unavailable`.
+    `PermissionDenied`, `Unavailable` (and its `DeadlineExceeded`).
     """
 
     def __init__(
@@ -81,6 +86,7 @@ class AsyncClient(TenantAndClusterCalls):
         root_certificates: str | os.PathLike[str] | None = None,
         timeout_s: float = 10.0,
         retries: int = 3,
+        deadline_s: float | None = None,
     ) -> None:
         self._transport = Transport(
             Settings.build(
@@ -90,8 +96,26 @@ class AsyncClient(TenantAndClusterCalls):
                 root_certificates=root_certificates,
                 timeout_s=timeout_s,
                 retries=retries,
+                deadline_s=deadline_s,
             )
         )
+
+    def with_options(
+        self,
+        *,
+        timeout_s: float | None = None,
+        deadline_s: float | None = None,
+        retries: int | None = None,
+    ) -> AsyncClient:
+        """This client with another per-try `timeout_s`, overall `deadline_s` or `retries`
+        (None: keep this client's), over the same channels: cheap enough for one call.
+        Closing it closes nothing; closing this client closes both."""
+        settings = self._transport.settings.with_options(
+            timeout_s=timeout_s, deadline_s=deadline_s, retries=retries
+        )
+        derived = object.__new__(AsyncClient)
+        derived._transport = self._transport.with_settings(settings)
+        return derived
 
     @property
     def endpoints(self) -> tuple[str, ...]:

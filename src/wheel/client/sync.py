@@ -88,6 +88,10 @@ def _shutdown(loop: _LoopThread, client: AsyncClient) -> None:
         loop.stop()
 
 
+def _leave_open(loop: _LoopThread, client: AsyncClient) -> None:
+    """The close of a client `with_options` made: its parent's channels and thread stay."""
+
+
 def _blocking(
     method: Callable[Concatenate[AsyncClient, P], Coroutine[Any, Any, T]],
 ) -> Callable[Concatenate[Client, P], T]:
@@ -149,6 +153,7 @@ class Client:
         root_certificates: str | os.PathLike[str] | None = None,
         timeout_s: float = 10.0,
         retries: int = 3,
+        deadline_s: float | None = None,
     ) -> None:
         self._async = AsyncClient(
             endpoints,
@@ -157,9 +162,33 @@ class Client:
             root_certificates=root_certificates,
             timeout_s=timeout_s,
             retries=retries,
+            deadline_s=deadline_s,
         )
         self._loop = _LoopThread()
         self._finalizer = weakref.finalize(self, _shutdown, self._loop, self._async)
+        self._parent: Client | None = None
+
+    def with_options(
+        self,
+        *,
+        timeout_s: float | None = None,
+        deadline_s: float | None = None,
+        retries: int | None = None,
+    ) -> Client:
+        """This client with another per-try `timeout_s`, overall `deadline_s` or `retries`
+        (None: keep), on the same channels and thread (`AsyncClient.with_options`):
+
+            client.with_options(deadline_s=2).get_job("nightly")
+
+        Closing it closes nothing; closing this client closes both."""
+        derived = object.__new__(Client)
+        derived._async = self._async.with_options(
+            timeout_s=timeout_s, deadline_s=deadline_s, retries=retries
+        )
+        derived._loop = self._loop
+        derived._finalizer = weakref.finalize(derived, _leave_open, self._loop, derived._async)
+        derived._parent = self  # the parent's thread lives as long as this client
+        return derived
 
     @property
     def endpoints(self) -> tuple[str, ...]:

@@ -21,6 +21,14 @@ failed together do not come back together). After `1 + retries` tries the
 call raises `wheel.errors.Unavailable` naming the endpoints tried. Every
 other failure is mapped once, by `wheel.api.status.from_status`, to the
 exception the server raised.
+
+Two deadlines, as gRPC users expect: `timeout_s` bounds each try (a node that
+does not answer in time raises `DeadlineExceeded`, not retried); `deadline_s`,
+when set, bounds the whole call, tries, backoff and all: each try gets what is
+left (at most `timeout_s`), and no retry starts that could not end in time.
+Either raises `wheel.errors.DeadlineExceeded` (an `Unavailable`). A client's
+`with_options(timeout_s=..., deadline_s=..., retries=...)` makes calls with
+other values over the same channels.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ import logging
 import os
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias, TypeVar
 
@@ -40,7 +48,7 @@ import grpc.aio
 from wheel import __version__
 from wheel._proto.wheel.v1 import api_pb2_grpc as api_grpc
 from wheel.api.status import from_status
-from wheel.errors import ConfigError, Unavailable, WheelError
+from wheel.errors import ConfigError, DeadlineExceeded, Unavailable, WheelError
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +98,30 @@ class Settings:
     """Deadline of each try of a call."""
     retries: int
     """Extra tries of a call that is safe to repeat."""
+    deadline_s: float | None = None
+    """Deadline of a whole call, its retries and their backoff included; None: none beyond
+    `1 + retries` tries of `timeout_s` each."""
+
+    def with_options(
+        self, *, timeout_s: float | None, deadline_s: float | None, retries: int | None
+    ) -> Settings:
+        """These settings with the values given (None: keep), checked as `build` checks."""
+        changed = replace(
+            self,
+            timeout_s=self.timeout_s if timeout_s is None else timeout_s,
+            deadline_s=self.deadline_s if deadline_s is None else deadline_s,
+            retries=self.retries if retries is None else retries,
+        )
+        changed.check()
+        return changed
+
+    def check(self) -> None:
+        if not self.timeout_s > 0:
+            raise ConfigError("timeout_s", "must be positive")
+        if self.deadline_s is not None and not self.deadline_s > 0:
+            raise ConfigError("deadline_s", "must be positive")
+        if self.retries < 0:
+            raise ConfigError("retries", "must not be negative")
 
     @classmethod
     def build(
@@ -101,6 +133,7 @@ class Settings:
         root_certificates: str | os.PathLike[str] | None,
         timeout_s: float,
         retries: int,
+        deadline_s: float | None = None,
     ) -> Settings:
         if token is None:
             token = os.environ.get(TOKEN_ENV) or None
@@ -115,18 +148,17 @@ class Settings:
                 raise ConfigError(
                     "root_certificates", f"cannot read {path}: {exc.strerror}"
                 ) from None
-        if timeout_s <= 0:
-            raise ConfigError("timeout_s", "must be positive")
-        if retries < 0:
-            raise ConfigError("retries", "must not be negative")
-        return cls(
+        settings = cls(
             endpoints=parse_endpoints(endpoints),
             token=token,
             tls=tls or pem is not None,
             root_certificates=pem,
             timeout_s=timeout_s,
             retries=retries,
+            deadline_s=deadline_s,
         )
+        settings.check()
+        return settings
 
 
 class Stubs:
@@ -140,38 +172,52 @@ class Stubs:
         self.notifications = api_grpc.NotificationsStub(channel)
 
 
+@dataclass
+class _Channels:
+    """The endpoints' channels and where the next call goes: shared by a client and the
+    clients its `with_options` made."""
+
+    stubs: dict[str, Stubs] = field(default_factory=dict)
+    current: int = 0
+    loop: asyncio.AbstractEventLoop | None = None
+    closed: bool = False
+
+
 class Transport:
     """Channels opened lazily, one per endpoint, bound to the event loop that opened them."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, channels: _Channels | None = None) -> None:
         self.settings = settings
-        self._stubs: dict[str, Stubs] = {}
-        self._current = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._closed = False
+        self._owner = channels is None
+        self._channels = channels if channels is not None else _Channels()
         self._metadata: tuple[tuple[str, str], ...] = (
             (("authorization", f"Bearer {settings.token}"),) if settings.token else ()
         )
 
+    def with_settings(self, settings: Settings) -> Transport:
+        """A transport with other settings over these channels (closing it closes nothing)."""
+        return Transport(settings, self._channels)
+
     def _stubs_for(self, endpoint: str) -> Stubs:
         loop = asyncio.get_running_loop()
-        if self._closed:
+        shared = self._channels
+        if shared.closed:
             raise RuntimeError("this wheel client is closed")
-        if self._loop is None:
-            self._loop = loop
-        elif self._loop is not loop:
+        if shared.loop is None:
+            shared.loop = loop
+        elif shared.loop is not loop:
             raise RuntimeError(
                 "a wheel AsyncClient is bound to the event loop it was first used on; "
                 "make one per loop (or use wheel.Client, which runs its own)"
             )
-        stubs = self._stubs.get(endpoint)
+        stubs = shared.stubs.get(endpoint)
         if stubs is None:
             if self.settings.tls:
                 credentials = grpc.ssl_channel_credentials(self.settings.root_certificates)
                 channel = grpc.aio.secure_channel(endpoint, credentials, options=_CHANNEL_OPTIONS)
             else:
                 channel = grpc.aio.insecure_channel(endpoint, options=_CHANNEL_OPTIONS)
-            stubs = self._stubs[endpoint] = Stubs(channel)
+            stubs = shared.stubs[endpoint] = Stubs(channel)
         return stubs
 
     async def call(
@@ -188,26 +234,41 @@ class Transport:
         """
         endpoints = self.settings.endpoints
         tries = 1 + self.settings.retries if retry else 1
+        timeout_s, deadline_s = self.settings.timeout_s, self.settings.deadline_s
+        clock = asyncio.get_running_loop().time
+        ends_at = None if deadline_s is None else clock() + deadline_s
         tried: list[str] = []
         last: grpc.aio.AioRpcError | None = None
         for number in range(tries):
             if number:
                 ceiling_s = min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2 ** (number - 1))
-                await asyncio.sleep(random.uniform(0, ceiling_s))
-            index = self._current
+                pause_s = random.uniform(0, ceiling_s)
+                if ends_at is not None and clock() + pause_s >= ends_at:
+                    raise self._past_deadline(tried, last) from last
+                await asyncio.sleep(pause_s)
+            try_s = timeout_s if ends_at is None else min(timeout_s, ends_at - clock())
+            if try_s <= 0:
+                raise self._past_deadline(tried, last) from last
+            index = self._channels.current
             endpoint = endpoints[index % len(endpoints)]
             stubs = self._stubs_for(endpoint)
             tried.append(endpoint)
             try:
-                return await pick(stubs)(
-                    request, metadata=self._metadata, timeout=self.settings.timeout_s
-                )
+                return await pick(stubs)(request, metadata=self._metadata, timeout=try_s)
             except grpc.aio.AioRpcError as exc:
+                deadline = exc.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+                if deadline and try_s < timeout_s:
+                    raise self._past_deadline(tried, exc) from exc
                 if not _unreachable(exc, stubs.channel):
+                    if deadline:
+                        raise DeadlineExceeded(
+                            f"{endpoint} did not answer within timeout_s={timeout_s:g} "
+                            "(a slow answer is not retried)"
+                        ) from exc
                     raise _mapped(exc) from exc
                 # Later calls start at the next endpoint, retried or not.
-                if self._current == index:
-                    self._current = (index + 1) % len(endpoints)
+                if self._channels.current == index:
+                    self._channels.current = (index + 1) % len(endpoints)
                 log.debug(
                     "client.endpoint_unavailable",
                     extra={"endpoint": endpoint, "code": exc.code().name, "try": number + 1},
@@ -224,10 +285,24 @@ class Transport:
             f"no endpoint answered in {tries} tries ({endpoints_tried}): {reason}"
         ) from last
 
+    def _past_deadline(
+        self, tried: list[str], last: grpc.aio.AioRpcError | None
+    ) -> DeadlineExceeded:
+        endpoints_tried = ", ".join(dict.fromkeys(tried))
+        reason = f": last {_mapped(last)}" if last is not None else ""
+        return DeadlineExceeded(
+            f"no answer within deadline_s={self.settings.deadline_s:g} "
+            f"({len(tried)} tries: {endpoints_tried}){reason}"
+        )
+
     async def close(self) -> None:
-        """Close every channel; the transport takes no calls afterwards."""
-        self._closed = True
-        stubs, self._stubs = list(self._stubs.values()), {}
+        """Close every channel; the transport takes no calls afterwards. A transport of
+        `with_settings` closes nothing: the channels are its parent's."""
+        if not self._owner:
+            return
+        shared = self._channels
+        shared.closed = True
+        stubs, shared.stubs = list(shared.stubs.values()), {}
         for item in stubs:
             await item.channel.close()
 

@@ -93,7 +93,7 @@ def banner(cluster: DevCluster) -> str:
         '  client.create_job("report", "example.hello", '
         'wheel.cron("*/5 * * * *", "Europe/London"))',
         "",
-        "your own tasks, in another executor (dev.json holds its token, for this run):",
+        "your own tasks, in another executor (dev.json keeps its token across restarts):",
         f"  export WHEEL_NODES={','.join(cluster.endpoints)} "
         f"WHEEL_EXECUTOR_TOKEN={cluster.your_executor_token}",
         f"  {wheel} executor --tasks myapp.tasks --executor-id mine",

@@ -4,6 +4,7 @@
     dev-0 .. dev-2            `wheel scheduler` processes: the gRPC API at 127.0.0.1:7070..
     dev-executor              `wheel executor --tasks wheel.dev.tasks` (and the user's modules)
     tenant `dev`, a token     made once per data directory (wheel.dev.examples)
+    your executors' token     likewise: kept in dev.json while it authenticates
     example jobs              made once per data directory (wheel.dev.examples)
     the live view             the dev tenant's executions as they happen (wheel.dev.view)
 
@@ -67,7 +68,7 @@ YOUR_EXECUTORS = "wheel dev: your executors"
 TASKS = "wheel.dev.tasks"
 DEFAULT_API_PORT = 7070
 DEFAULT_METRICS_PORT = 9100
-DEFAULT_DASHBOARD_PORT = 8233
+DEFAULT_DASHBOARD_PORT = 7979
 READY_TIMEOUT_S = 90.0
 READY_POLL_S = 0.1
 EXECUTOR_STOP_S = 20.0
@@ -91,8 +92,7 @@ class DevCluster:
     executor_token: str = field(default="", repr=False)
     executor_token_id: uuid.UUID | None = None
     your_executor_token: str = field(default="", repr=False)
-    """For the reader's own `wheel executor`s: any executor id, this run only."""
-    your_executor_token_id: uuid.UUID | None = None
+    """For the reader's own `wheel executor`s: any executor id, kept across restarts."""
     examples_made: list[JobSpec] = field(default_factory=list)
     dashboard: str = ""
     """The web dashboard's URL (node 0 serves it)."""
@@ -132,11 +132,11 @@ class DevCluster:
             # each start, handed over in its environment, never written down.
             info, self.executor_token = await store.tenants.create_executor_token(EXECUTOR_ID)
             self.executor_token_id = info.id
-            # And one for the reader's own executors (any id): in dev.json, for this run.
-            yours, self.your_executor_token = await store.tenants.create_executor_token(
-                YOUR_EXECUTORS, executor_ids=("*",)
+            # And one for the reader's own executors (any id): in dev.json and kept, as the
+            # tenant's token is, so an executor started from the banner survives a restart.
+            self.your_executor_token, _ = await dev_examples.ensure_executor_token(
+                store, YOUR_EXECUTORS, previous_token(config.state_path, "executor_token")
             )
-            self.your_executor_token_id = yours.id
             self.spawn()
             write_state(config.state_path, self.state())
             await self.wait_ready()
@@ -181,6 +181,7 @@ class DevCluster:
         argv = wheel_command(
             "executor", "--executor-id", EXECUTOR_ID, "--cluster", CLUSTER,
             *seeds, *modules, "--pool", "default=16",
+            *(arg for pool in config.pools for arg in ("--pool", pool)),
             "--drain-timeout", "5", "--metrics-listen", executor_metrics,
         )  # fmt: skip
         self.executor = Child(EXECUTOR_ID, argv, logs / f"{EXECUTOR_ID}.log",
@@ -239,15 +240,14 @@ class DevCluster:
         await self._revoke_executor_token()
 
     async def _revoke_executor_token(self) -> None:
-        """This run's executor tokens die with it (each start makes new ones)."""
-        tokens = [t for t in (self.executor_token_id, self.your_executor_token_id) if t]
-        if not tokens:
+        """The dev executor's token dies with this run (each start makes a new one, handed
+        over in its environment); your executors' token stays, with the data directory."""
+        if self.executor_token_id is None:
             return
         try:
             store = await Store.open(self.dsn, min_size=1, max_size=1)
             try:
-                for token_id in tokens:
-                    await store.tenants.revoke_token(token_id)
+                await store.tenants.revoke_token(self.executor_token_id)
             finally:
                 await store.close()
         except WheelError as exc:  # Postgres already gone: the token stays, unused

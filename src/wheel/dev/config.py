@@ -40,6 +40,9 @@ class DevConfig:
     None: 9100.. when free, else free ports; 0: free ports."""
     task_modules: tuple[str, ...] = ()
     """The user's task modules, run by the executor beside the examples."""
+    pools: tuple[str, ...] = ()
+    """Pools ("slow=4") the executor serves beside `default=16`: those the user's tasks
+    declare (an executor refuses to start without a pool one of its tasks declares)."""
     examples: bool = True
     """Create the example jobs (once per data directory)."""
     view: str = "auto"
@@ -58,6 +61,12 @@ class DevConfig:
             raise ConfigError("view", f"{self.view!r} is not one of {', '.join(VIEWS)}")
         if self.partitions < 1:
             raise ConfigError("partitions", f"must be > 0, got {self.partitions}")
+        for pool in self.pools:
+            name, sep, concurrency = pool.partition("=")
+            if not sep or not name.isidentifier() or not concurrency.isdigit():
+                raise ConfigError("pools", f"{pool!r} is not NAME=CONCURRENCY (slow=4)")
+            if name == "default":
+                raise ConfigError("pools", "default is served already (default=16)")
         for module in self.task_modules:
             if not module or not all(part.isidentifier() for part in module.split(".")):
                 raise ConfigError("task_modules", f"{module!r} is not a module name")
@@ -70,10 +79,11 @@ class DevConfig:
         return self.view == "table" or (self.view == "auto" and tty)
 
 
-def previous_token(path: Path) -> str | None:
-    """The token the last run recorded in dev.json, if any."""
+def previous_token(path: Path, key: str = "token") -> str | None:
+    """The token the last run recorded in dev.json under `key` ("token": the tenant's,
+    "executor_token": your executors'), if any."""
     try:
-        token = json.loads(path.read_text()).get("token")
+        token = json.loads(path.read_text()).get(key)
     except (OSError, ValueError, AttributeError):
         return None
     return token if isinstance(token, str) else None

@@ -23,6 +23,8 @@ from wheel.store import Store
 
 TENANT = "dev"
 TOKEN_NAME = "wheel dev"
+ANY_EXECUTOR = ("*",)
+"""The executor ids your own executors' token allows: any."""
 
 # The example task types. They are served by `wheel.dev.tasks`, which only the dev
 # executor imports: importing the CLI or these examples registers no task.
@@ -114,6 +116,17 @@ async def ensure_token(store: Store, tenant: TenantId, previous: str | None) -> 
     if previous and await store.tenants.authenticate(previous) == tenant:
         return previous, False
     _, secret = await store.tenants.create_token(tenant, TOKEN_NAME)
+    return secret, True
+
+
+async def ensure_executor_token(store: Store, name: str, previous: str | None) -> tuple[str, bool]:
+    """`previous` while it is still a live executor token for any executor id (as the
+    README's own executor uses it), else a new one named `name`; and whether it is new."""
+    if previous:
+        credential = await store.tenants.authenticate_executor(previous)
+        if credential is not None and credential.executor_ids == ANY_EXECUTOR:
+            return previous, False
+    _, secret = await store.tenants.create_executor_token(name, executor_ids=ANY_EXECUTOR)
     return secret, True
 
 

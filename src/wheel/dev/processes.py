@@ -90,9 +90,11 @@ def _span(ports: list[int]) -> str:
 def child_environment(extra: dict[str, str]) -> dict[str, str]:
     """This environment without WHEEL_* variables (the dev cluster is configured by
     `wheel dev` alone: an exported WHEEL_CLUSTER or WHEEL_CONFIG must not reshape it),
-    plus `extra`, with unbuffered Python output so logs are current."""
+    plus `extra`, with unbuffered Python output so logs are current, and gRPC's fork
+    handlers off before any child imports gRPC (they printed `fork_posix.cc` lines at
+    every start; `wheel.cli` sets the same for the process itself)."""
     kept = {k: v for k, v in os.environ.items() if not k.startswith("WHEEL_")}
-    return {**kept, "PYTHONUNBUFFERED": "1", **extra}
+    return {**kept, "PYTHONUNBUFFERED": "1", "GRPC_ENABLE_FORK_SUPPORT": "0", **extra}
 
 
 def wheel_command(*args: str) -> list[str]:

@@ -59,6 +59,9 @@ class ClusterFeed:
         self._task: asyncio.Task[None] | None = None
         self.source = ""
         """The address the current map came from (for logs and tests)."""
+        self.errors: dict[str, str] = {}
+        """Each address's last failure ("UNAVAILABLE: ... Connection refused"), until it
+        answers: what the executor's log says while it reaches no node."""
 
     # -- what the executor reads (the same as coordinator.cluster_view.ClusterView) ----------
 
@@ -121,9 +124,11 @@ class ClusterFeed:
                 pb.WatchClusterRequest(), metadata=self._metadata
             ):
                 received = True
+                self.errors.pop(address, None)
                 self._apply(update, address)
             log.info("feed.ended", extra={"address": address})
         except grpc.aio.AioRpcError as exc:
+            self.errors[address] = f"{exc.code().name}: {exc.details()}"
             if exc.code() in _REFUSED:
                 log.error(
                     "feed.refused",

@@ -31,6 +31,8 @@ class ExecutorConfig:
     nodes: tuple[str, ...] = ()
     """Scheduler nodes to ask where every node is (host:port; one is enough, e.g. a
     headless Service). Given, the executor needs no etcd at all; empty: it reads etcd."""
+    nodes_from: str = "--node"
+    """Where `nodes` came from ("--node", "WHEEL_NODES"), for the logs that name them."""
     etcd_endpoint: str = "http://127.0.0.1:2379"
     """etcd members, comma-separated: host:port, http://host:port or https://host:port."""
     etcd_ca_file: str = ""

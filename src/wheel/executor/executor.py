@@ -130,11 +130,15 @@ class Executor:
     async def _start(self) -> None:
         config = self.config
         context = {"executor": config.executor_id, "cluster": config.cluster}
+        # A pool a task declares is one it must run in: not serving it is an error, never a
+        # silent run in another pool (the job's `pool` policy routes its runs there).
         for task in self.registry:
             if task.pool not in config.pools:
-                log.warning(
-                    "executor.task_pool_not_served",
-                    extra={**context, "task": task.name, "pool": task.pool},
+                served = ", ".join(f"{name}={n}" for name, n in config.pools.items())
+                raise ConfigError(
+                    "pools",
+                    f"task {task.name!r} declares pool {task.pool!r}, which this executor "
+                    f"does not serve (it serves {served}): add --pool {task.pool}=N",
                 )
         if config.nodes:  # the nodes say where they are: no etcd here at all
             self._view = ClusterFeed(
@@ -178,9 +182,11 @@ class Executor:
             )
         self.discovery = Discovery(self._view, self._link)
         discovery = self.discovery
+        feed = self._view if isinstance(self._view, ClusterFeed) else None
         reach = self.reach = Reach(
             lambda: discovery.links, executor_id=config.executor_id, cluster=config.cluster,
-            interval_s=config.reach_check_s,
+            interval_s=config.reach_check_s, seeds=config.nodes, seeds_from=config.nodes_from,
+            seed_errors=(lambda: feed.errors) if feed is not None else dict,
         )  # fmt: skip
         self._tasks = [
             asyncio.create_task(reach.run(), name="executor reach"),

@@ -5,7 +5,9 @@ Every `interval_s` this checks whether any link has a live stream; while none
 has, it logs an error that names the likely cause, and keeps logging it:
 
 - no node is listed under the cluster's keys: a `--cluster` no node runs in
-  (or no node is up yet);
+  (or no node is up yet); or, for an executor given node addresses (`--node`,
+  `WHEEL_NODES`), none of them answers: the addresses, where they came from, and
+  each one's last error ("connection refused") are named, not the cluster;
 - nodes are listed but none accepted a stream: its token refused, TLS, or the
   network (each link's own `link.refused` / `link.broken` says which).
 """
@@ -29,8 +31,14 @@ class Reach:
         executor_id: str,
         cluster: str,
         interval_s: float,
+        seeds: tuple[str, ...] = (),
+        seeds_from: str = "--node",
+        seed_errors: Callable[[], Mapping[str, str]] = dict,
     ) -> None:
         self._links = links
+        self._seeds = seeds
+        self._seeds_from = seeds_from
+        self._seed_errors = seed_errors
         self._context = {"executor": executor_id, "cluster": cluster}
         self._interval_s = interval_s
         self.reaching = asyncio.Event()
@@ -49,7 +57,15 @@ class Reach:
             return
         self.reaching.clear()
         self.unreached.set()
-        if not links:
+        if not links and self._seeds:
+            errors = self._seed_errors()
+            said = "; ".join(f"{a}: {errors[a]}" for a in self._seeds if a in errors)
+            cause = (
+                f"no scheduler node answers at {', '.join(self._seeds)} (from "
+                f"{self._seeds_from}){': ' + said if said else ''}: check that the nodes are "
+                f"up and that {self._seeds_from} names them"
+            )
+        elif not links:
             cause = (
                 f"no scheduler node is listed in cluster {self._context['cluster']!r} "
                 "(etcd /wheel/<cluster>/nodes/): check --cluster (env WHEEL_CLUSTER) "

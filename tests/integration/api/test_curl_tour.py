@@ -50,9 +50,9 @@ async def test_the_curl_tour_works_as_written(node: SchedulerNode, store: Store)
     tenant = await store.tenants.create("curl-tour")
     _, token = await store.tenants.create_token(tenant.id, "tour")
     script = tour()
-    assert "export WHEEL_HTTP=http://127.0.0.1:8233 WHEEL_TOKEN=whl_..." in script
+    assert "export WHEEL_HTTP=http://127.0.0.1:7979 WHEEL_TOKEN=whl_..." in script
     script = script.replace(
-        "export WHEEL_HTTP=http://127.0.0.1:8233 WHEEL_TOKEN=whl_...",
+        "export WHEEL_HTTP=http://127.0.0.1:7979 WHEEL_TOKEN=whl_...",
         f"export WHEEL_HTTP=http://{node.dashboard_address} WHEEL_TOKEN={token}",
     )
     created, got, listed, preview, runs, bad = await asyncio.to_thread(run, script)

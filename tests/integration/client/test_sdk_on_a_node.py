@@ -315,7 +315,7 @@ async def test_executions_list_shows_what_ran_with_names_and_upcoming_shows_what
     ran = await asyncio.to_thread(run)
     assert "hourly-report" in ran, "the job's name, not its id"
     assert not any(ident in ran for ident in later), "the future's runs are not what ran"
-    assert str(end - timedelta(hours=1)).split("+")[0].replace(" ", "T") in ran
+    assert str(end - timedelta(hours=1)).split("+")[0] in ran, "date and time, a space between"
     next_up = await asyncio.to_thread(run, "--upcoming", "--output", "id")
     assert next_up.splitlines()[0] == upcoming.items[0].id
 

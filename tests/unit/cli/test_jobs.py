@@ -184,7 +184,7 @@ def test_get_list_and_page(address: str, api: FakeApi) -> None:
     output = ok(run(jobs, address, "get", seeded[0].id))
     assert seeded[0].id in output
     assert '{"to": "ops"}' in output
-    first = ok(run(jobs, address, "list", "--limit", "2"))
+    first = ok(run(jobs, address, "list", "--limit", "2", "--wide"))
     assert seeded[0].id in first
     assert seeded[2].id not in first
     assert "more: --page-token 2" in first

@@ -18,6 +18,10 @@ from wheel.executor.tasks import TaskRegistry
 NOT_STARTED = pb.Result.OUTCOME_NOT_STARTED
 
 
+SERVED = {"default": 2, "slow": 1}
+"""The pools these executors serve: the task's own among them, or the executor refuses."""
+
+
 def registry(gate: Gate) -> TaskRegistry:
     tasks = TaskRegistry()
     tasks.register("block", gate.handler, pool="slow")
@@ -62,7 +66,7 @@ async def test_the_executor_registers_and_registers_again_after_losing_its_sessi
 async def test_nodes_are_connected_as_they_appear_and_dropped_as_they_go(
     cluster: Cluster, gate: Gate
 ) -> None:
-    executor = await cluster.executor(registry(gate))
+    executor = await cluster.executor(registry(gate), pools=SERVED)
     assert executor.discovery is not None
     node = await cluster.add_node("n1")
     stream = await node.opened()
@@ -103,8 +107,10 @@ async def test_a_listed_node_that_is_down_is_retried_until_it_answers(
     caplog.set_level(logging.INFO, logger="wheel.executor.connection")
     links_log = logging.getLogger("wheel.executor.connection")
     links_log.addHandler(reconnects)
+    tasks = TaskRegistry()
+    tasks.register("block", gate.handler)  # in default, the only pool this executor serves
     try:
-        await cluster.executor(registry(gate))
+        await cluster.executor(tasks)
         await asyncio.wait_for(reconnects.seen.wait(), 10)
     finally:
         links_log.removeHandler(reconnects)
@@ -119,7 +125,7 @@ async def test_an_executor_that_reaches_no_node_says_why_until_it_does(
     cluster: Cluster, gate: Gate, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.ERROR, logger="wheel.executor.reach")
-    executor = await cluster.executor(registry(gate), reach_check_s=0.05)
+    executor = await cluster.executor(registry(gate), pools=SERVED, reach_check_s=0.05)
     reach = executor.reach
     assert reach is not None
     await asyncio.wait_for(reach.unreached.wait(), 10)
@@ -138,7 +144,7 @@ async def test_listed_nodes_that_refuse_the_stream_are_named_as_the_cause(
 ) -> None:
     caplog.set_level(logging.ERROR, logger="wheel.executor.reach")
     await cluster.list_node("gone", "127.0.0.1:1")  # listed, never answers
-    executor = await cluster.executor(registry(gate), reach_check_s=0.05)
+    executor = await cluster.executor(registry(gate), pools=SERVED, reach_check_s=0.05)
     assert executor.reach is not None
     await asyncio.wait_for(executor.reach.unreached.wait(), 10)
     (said, *_) = [r for r in caplog.records if r.getMessage() == "executor.no_node"]

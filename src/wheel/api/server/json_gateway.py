@@ -1,7 +1,7 @@
 """The public API over HTTP/JSON, in the Connect protocol's unary form.
 
     curl -H "Authorization: Bearer $WHEEL_TOKEN" -H "Content-Type: application/json" \\
-         http://127.0.0.1:8233/wheel.v1.Jobs/ListJobs -d '{}'
+         http://127.0.0.1:7979/wheel.v1.Jobs/ListJobs -d '{}'
 
 Every method of every public service answers `POST /<service>/<method>` with a
 JSON request body (protobuf's JSON mapping: lowerCamelCase or the proto's own

@@ -1,0 +1,66 @@
+"""`wheel --help` imports no command; a command imports what it needs and no more.
+
+The imports are read from `python -X importtime` of a real `wheel` process, so
+they include everything the interpreter loaded, not only what a test can see.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import click
+import pytest
+
+from wheel.cli.main import COMMANDS, cli
+
+HEAVY_FOR_HELP = ("grpc", "psycopg", "psycopg_pool", "aiohttp", "rich", "wheel.store",
+                  "wheel.dev", "wheel.client", "wheel.scheduler", "wheel.executor")  # fmt: skip
+NOT_FOR_A_CALL = ("psycopg", "psycopg_pool", "aiohttp", "wheel.store", "wheel.dev",
+                  "wheel.scheduler", "wheel.executor", "wheel.coordinator")  # fmt: skip
+
+
+def imported(*args: str) -> set[str]:
+    """Every module a `wheel` process imported, by name."""
+    process = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "wheel", *args],
+        env={**os.environ, "COLUMNS": "80"}, capture_output=True, text=True, timeout=60,
+        check=False,
+    )  # fmt: skip
+    lines = [line for line in process.stderr.splitlines() if line.startswith("import time:")]
+    assert lines, process.stderr
+    return {line.rsplit("|", 1)[1].strip() for line in lines[1:]}
+
+
+def within(modules: set[str], roots: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in modules if any(m == r or m.startswith(r + ".") for r in roots))
+
+
+def test_help_imports_no_command() -> None:
+    modules = imported("--help")
+    assert "wheel.cli.main" in modules
+    assert within(modules, HEAVY_FOR_HELP) == []
+
+
+def test_a_call_imports_the_client_but_no_store_nor_dev_cluster() -> None:
+    # Port 1 refuses at once: the call fails after the imports this test is about.
+    modules = imported("jobs", "list", "--endpoint", "127.0.0.1:1", "--token", "whl_x")
+    assert "wheel.client.aio" in modules
+    assert within(modules, NOT_FOR_A_CALL) == []
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_listed_command_loads_and_its_summary_opens_its_help(name: str) -> None:
+    command = cli.get_command(click.Context(cli), name)
+    assert command is not None
+    help_text = " ".join((command.help or "").split())
+    summary = COMMANDS[name].summary
+    assert help_text.startswith(summary.rstrip(".")), (summary, help_text)
+
+
+def test_help_lists_every_command() -> None:
+    listing = cli.get_help(click.Context(cli, info_name="wheel"))
+    for name, lazy in COMMANDS.items():
+        assert f"{name} " in listing
+        assert lazy.summary in listing
