@@ -121,6 +121,15 @@ OFF_SCREEN = """() => {
     const end = Math.round(box.right);
     if (end > width + 1) out.push(`${el.tagName} "${text}" ends at ${end} px`);
   }
+  // A card's lines after its first say what they are (the column's header is hidden).
+  for (const cell of document.querySelectorAll('main .scroll tbody td:not(:first-child)')) {
+    const box = cell.getBoundingClientRect();
+    if (box.width === 0 || !cell.textContent.trim() || cell.querySelector('button')) continue;
+    const label = getComputedStyle(cell, '::before').content;
+    if (!cell.dataset.label || !label.includes(cell.dataset.label)) {
+      out.push(`td "${cell.textContent.trim().slice(0, 40)}" has no label`);
+    }
+  }
   return out;
 }"""
 
