@@ -14,8 +14,10 @@ Contract:
 - A claim is one statement fenced by the owned partitions' epochs. Claimed
   runs are in flight from then and dispatched with `start_at` = their instant;
   the rest are answered: EARLY back to the wheel, CAPPED aside, BLOCKED
-  behind the job's running run, anything unanswered forgotten (paused, edited,
-  or no longer owned: it is still pending in Postgres).
+  behind the job's running run, SKIPPED and MISFIRED (recorded by the claim)
+  forgotten, anything unanswered forgotten (paused, edited, or no longer
+  owned: it is still pending in Postgres). Each run tells the claim what it
+  last waited for, which a misfire's reason repeats.
 - A claim that fails hands the credit back and the runs to the ready queues.
 - Nothing is claimed while the recorder is behind.
 """
@@ -152,6 +154,7 @@ class Claims:
                     if link is not None:
                         batch.append((item, link))
                     elif links.serves(pool, item.task_type):
+                        item.waited = "for a free executor slot"
                         deferred.append(item)  # its executors have no credit left now
                     else:
                         self._aside.set_unserved(item)
@@ -187,6 +190,7 @@ class Claims:
                 ahead_s=max(config.lead_ms, config.prefetch_max_ms) / 1000 + 1.0,
                 executors=[link.binding for _, link in batch],
                 tenant_ids={item.tenant for item, _ in batch},
+                waited=[self._waited(item) for item, _ in batch],
             )
         except WheelError as exc:
             log.warning("engine.claim_failed", extra={"size": len(batch), "error": str(exc)})
@@ -230,6 +234,14 @@ class Claims:
             self._links.refund(link, item.pool)  # not claimed: the credit is still the link's
         await self._answer_unclaimed(batch, outcome)
 
+    def _waited(self, item: Ready) -> str:
+        """What a run last waited for, in words ("" when nothing says): a run due before
+        its pool's executors (re)connected waited for an executor, whatever came after."""
+        since_ms = self._links.offered_since_ms(item.pool)
+        if since_ms is not None and item.fire_at_ms < since_ms and not item.waited:
+            return "for an executor"
+        return item.waited
+
     async def _answer_unclaimed(
         self, batch: list[tuple[Ready, Link]], outcome: ClaimOutcome
     ) -> None:
@@ -244,9 +256,14 @@ class Claims:
             elif unclaimed.state is ClaimState.CAPPED:
                 self._aside.wait_for_room(item, self._clock.monotonic_ms() / 1000)
             elif unclaimed.state is ClaimState.BLOCKED:
+                item.waited = "behind its job's run in flight"
                 displaced = self._overlap.queue_behind(item)
                 if displaced is not None:
                     overlapped.append(displaced)
+            elif unclaimed.state is ClaimState.MISFIRED:
+                self._stats.skipped_misfire += 1
+                self._observer.skipped("misfire", 1)
+                self._forget(item.key)
             else:
                 self._stats.skipped_overlap += 1
                 self._observer.skipped("overlap", 1)

@@ -10,7 +10,11 @@ blocked run is not claimed again and again:
   its place: it takes the place back);
 - 'wait' (manual and backfilled runs) keeps every run, in order: one goes to
   the wheel, the others straight behind it, so the ready queues never hold
-  thousands of one job's runs that only one can take.
+  thousands of one job's runs that only one can take;
+- 'skip' is blocked only behind a run handed over after its own instant (both
+  waited, for an executor say: neither overlapped the other's instant), so
+  every such run waits, in instant order, and the claim decides again when
+  the one ahead has finished (the misfire policy, for one past its grace).
 
 Only one run of such a job is in a claim at a time (`claiming`). When the
 running one finishes, the first waiting one is released; the catch-up
@@ -21,6 +25,7 @@ loses nothing.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 
 from wheel.model.ids import ExecutionKey, JobId, PartitionId
@@ -59,6 +64,9 @@ class OverlapQueues:
             # It was first in line (released, or the one put in the wheel): it stays
             # first, so runs that wait keep their order however often they are retried.
             waiting.insert(0, item)
+            return None
+        if item.overlap == "skip":
+            bisect.insort(waiting, item, key=lambda w: w.key.scheduled_for)
             return None
         if not waiting:
             waiting.append(item)
