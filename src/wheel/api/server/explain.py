@@ -8,7 +8,9 @@ and whether its circuit breaker for the task type is open (`breakers/<node>`),
 both published by the nodes on their session leases. A due run gets the one
 reason that holds now, checked in order: paused, not due, no owner, no
 executor, its task type unserved, breaker open, behind a running run, tenant
-at its cap, just due, waiting for capacity. An occurrence that has no row is
+at its cap, just due, waiting for capacity; a scheduled run that has waited
+past its misfire grace adds that its claim applies the misfire policy, and a
+skipped one shows the reason the claim wrote. An occurrence that has no row is
 explained from the job's schedule: not an instant of it, outside its bounds,
 before the job existed, or not materialised yet. A run that notified (a
 webhook, `wheel.notify`) shows each notification's delivery as a step.
@@ -179,7 +181,30 @@ class Explainer:
     async def _pending(
         self, result: api.Explanation, job: Job, execution: Execution
     ) -> tuple[api.Explanation.Verdict, str]:
-        """The one reason a pending run has not run yet, checked in the order they hold."""
+        """The one reason a pending run has not run yet, checked in the order they hold;
+        for a scheduled run past its misfire grace, what its claim will do about it."""
+        verdict, why = await self._pending_reason(result, job, execution)
+        if verdict not in (V.PAUSED, V.WAITING):
+            why += self._missed(job, execution)
+        return verdict, why
+
+    def _missed(self, job: Job, execution: Execution) -> str:
+        """A note on a due run that waited past its grace ("" for one that did not)."""
+        policies = job.spec.policies
+        late = self._clock() - execution.fire_at
+        if execution.trigger is not Trigger.SCHEDULE or execution.attempt > 0:
+            return ""
+        if late <= policies.misfire_grace:
+            return ""
+        return (
+            f"; it has waited past its {readable(policies.misfire_grace.total_seconds())} "
+            f"misfire grace: when it is claimed, its policy ({policies.misfire.value}) decides "
+            "whether it still runs"
+        )
+
+    async def _pending_reason(
+        self, result: api.Explanation, job: Job, execution: Execution
+    ) -> tuple[api.Explanation.Verdict, str]:
         now = self._clock()
         owner, epoch = await self._owner(execution.partition)
         held = f"node {owner} (epoch {epoch})" if owner else "no node right now"
