@@ -737,7 +737,9 @@ $$;
 -- when it is overdue by more than its grace, or overdue with a later one
 -- overdue too; of the missed, `skip` records them all skipped, `fire_once`
 -- keeps the latest overdue and skips the rest, `fire_all` keeps the latest
--- `misfire_replay_cap`. Retries and manual triggers always stay.
+-- `misfire_replay_cap`. Retries and manual triggers always stay. The reason says
+-- how long before it was loaded the run came due, whether that is past its grace,
+-- and the rule (the claim's words for runs that waited once loaded: wheel_claim).
 -- Epoch-fenced like a claim. Returns how many it skipped.
 CREATE FUNCTION wheel_apply_misfire(p_partitions integer[], p_epochs bigint[])
 RETURNS bigint LANGUAGE plpgsql VOLATILE
@@ -767,6 +769,7 @@ BEGIN
         FOR SHARE OF pe
     ), overdue AS (
         SELECT e.job_id, e.scheduled_for, e.fire_at, j.misfire, j.misfire_replay_cap,
+               j.misfire_grace_ms,
                row_number() OVER (PARTITION BY e.job_id ORDER BY e.scheduled_for DESC) AS newest
         FROM executions e
         JOIN jobs j ON j.id = e.job_id
@@ -789,12 +792,19 @@ BEGIN
         UPDATE executions e
         SET status = 'skipped',
             finished_at = clock_timestamp(),
-            reason = CASE o.misfire
-                WHEN 'skip' THEN 'misfire: missed while no scheduler was running (policy skip)'
-                WHEN 'fire_once' THEN 'misfire: a later missed run fired instead (policy fire_once)'
-                ELSE 'misfire: beyond the replay cap of ' || o.misfire_replay_cap
-                     || ' (policy fire_all)'
-            END
+            reason = 'misfire: came due '
+                || wheel_readable(extract(epoch FROM clock_timestamp() - o.fire_at))
+                || ' before a scheduler loaded it'
+                || CASE WHEN o.fire_at + make_interval(secs => o.misfire_grace_ms / 1000.0)
+                             < clock_timestamp()
+                        THEN ', past its ' || wheel_readable(o.misfire_grace_ms / 1000.0) || ' grace'
+                        ELSE '' END
+                || CASE o.misfire
+                       WHEN 'skip' THEN ' (policy skip)'
+                       WHEN 'fire_once' THEN '; a later run fires instead (policy fire_once)'
+                       ELSE '; the latest ' || o.misfire_replay_cap
+                            || ' fire instead, the replay cap (policy fire_all)'
+                   END
         FROM missed o
         WHERE e.job_id = o.job_id AND e.scheduled_for = o.scheduled_for
           AND e.scheduled_for BETWEEN v_first AND v_last

@@ -242,3 +242,34 @@ async def test_reasons_spell_execution_ids_as_the_api_does(database_dsn: str) ->
         ).fetchone()
     assert row is not None
     assert row[0] == key.id
+
+
+async def test_runs_missed_before_they_were_loaded_say_when_they_came_due(store: Store) -> None:
+    """The rule on loading (a partition taken over, a job made for a past instant) says how
+    long before the load each run came due: no claim about which scheduler was running."""
+    owner = await make.tenant(store)
+    job = await make.job(
+        store, owner, partition=PARTITION, misfire=MisfirePolicy.FIRE_ONCE, misfire_grace=GRACE,
+    )  # fmt: skip
+    instants = [ago(200), ago(30), ago(10)]
+    await store.occurrences.insert([make.occurrence(job, at) for at in instants])
+    assert await store.occurrences.apply_misfire(await owned(store)) == 2
+    old, recent, latest = await runs(store, owner, job, instants)
+    assert latest.status is ExecutionStatus.PENDING
+    fires = "; a later run fires instead (policy fire_once)"
+    assert re.fullmatch(
+        r"misfire: came due [\d. mins]+ before a scheduler loaded it, past its 1 min grace"
+        + re.escape(fires),
+        old.reason or "",
+    ), old.reason
+    # Within its grace, but a later run came due too: firing both would be a replay.
+    assert re.fullmatch(
+        r"misfire: came due [\d.]+ s before a scheduler loaded it" + re.escape(fires),
+        recent.reason or "",
+    ), recent.reason
+    for run in (old, recent):
+        assert run.finished_at is not None
+        really = (run.finished_at - run.fire_at).total_seconds()
+        stated = re.match(r"misfire: came due (?:(\d+) min)? ?(?:([\d.]+) s)?", run.reason or "")
+        assert stated is not None
+        assert abs(int(stated[1] or 0) * 60 + float(stated[2] or 0) - really) <= 1.0

@@ -4,7 +4,9 @@
 -- do, instead of running late: skipped with a reason that says how long it waited
 -- and for what. An overlap skip names the run that was in flight, and happens only
 -- when that run was in flight at this run's instant and still is: a run handed over
--- after this one's instant (both waited) is waited for instead.
+-- after this one's instant (both waited) is waited for instead. A run the misfire
+-- rule skips on loading says how long before it was loaded it came due, not that no
+-- scheduler was running (a partition moved, a job made for a past instant).
 DROP FUNCTION wheel_claim(integer[], bigint[], uuid[], timestamptz[], text[], text[], float8,
                           float8, timestamptz, timestamptz);
 
@@ -307,4 +309,92 @@ AS $$
            NULL, NULL, NULL, NULL, p.fire_at, NULL, NULL
     FROM decided p
     WHERE p.state IN ('blocked', 'early', 'capped')
+$$;
+
+-- The misfire rule for occurrences that came due while nobody fired them (a
+-- node took the partition over late, the cluster was down, the job was
+-- paused): a job's scheduled, never-dispatched pending occurrence is missed
+-- when it is overdue by more than its grace, or overdue with a later one
+-- overdue too; of the missed, `skip` records them all skipped, `fire_once`
+-- keeps the latest overdue and skips the rest, `fire_all` keeps the latest
+-- `misfire_replay_cap`. Retries and manual triggers always stay. The reason says
+-- how long before it was loaded the run came due, whether that is past its grace,
+-- and the rule (the claim's words for runs that waited once loaded: wheel_claim).
+-- Epoch-fenced like a claim. Returns how many it skipped.
+CREATE OR REPLACE FUNCTION wheel_apply_misfire(p_partitions integer[], p_epochs bigint[])
+RETURNS bigint LANGUAGE plpgsql VOLATILE
+SET plan_cache_mode = force_custom_plan  -- the overdue days only: see executions
+AS $$
+DECLARE
+    v_first timestamptz;
+    v_last timestamptz;
+    v_skipped bigint;
+BEGIN
+    -- The overdue runs' first and last instant: the days the update may touch.
+    SELECT min(e.scheduled_for), max(e.scheduled_for) INTO v_first, v_last
+    FROM executions e
+    WHERE e.partition = ANY(p_partitions)
+      AND e.status = 'pending'
+      AND e.fire_at < clock_timestamp()
+      AND e.attempt = 0
+      AND e.trigger = 'schedule';
+    IF v_first IS NULL THEN
+        RETURN 0;
+    END IF;
+    WITH owned AS (
+        SELECT pe.partition
+        FROM partition_epochs pe
+        JOIN unnest(p_partitions, p_epochs) AS mine (partition, epoch)
+          ON pe.partition = mine.partition AND pe.epoch = mine.epoch
+        FOR SHARE OF pe
+    ), overdue AS (
+        SELECT e.job_id, e.scheduled_for, e.fire_at, j.misfire, j.misfire_replay_cap,
+               j.misfire_grace_ms,
+               row_number() OVER (PARTITION BY e.job_id ORDER BY e.scheduled_for DESC) AS newest
+        FROM executions e
+        JOIN jobs j ON j.id = e.job_id
+        WHERE e.partition IN (SELECT partition FROM owned)
+          AND e.status = 'pending'
+          AND e.fire_at < clock_timestamp()
+          AND e.attempt = 0
+          AND e.trigger = 'schedule'
+          AND j.status = 'active'
+    ), missed AS (
+        -- Missed: overdue by more than the grace, or overdue with a later run of the
+        -- job overdue too (it came due while nobody fired, and firing both would be a
+        -- replay). The newest overdue run within the grace is only late: it fires.
+        SELECT o.*
+        FROM overdue o
+        JOIN jobs j ON j.id = o.job_id
+        WHERE o.newest > 1
+           OR o.fire_at < clock_timestamp() - make_interval(secs => j.misfire_grace_ms / 1000.0)
+    ), skipped AS (
+        UPDATE executions e
+        SET status = 'skipped',
+            finished_at = clock_timestamp(),
+            reason = 'misfire: came due '
+                || wheel_readable(extract(epoch FROM clock_timestamp() - o.fire_at))
+                || ' before a scheduler loaded it'
+                || CASE WHEN o.fire_at + make_interval(secs => o.misfire_grace_ms / 1000.0)
+                             < clock_timestamp()
+                        THEN ', past its ' || wheel_readable(o.misfire_grace_ms / 1000.0) || ' grace'
+                        ELSE '' END
+                || CASE o.misfire
+                       WHEN 'skip' THEN ' (policy skip)'
+                       WHEN 'fire_once' THEN '; a later run fires instead (policy fire_once)'
+                       ELSE '; the latest ' || o.misfire_replay_cap
+                            || ' fire instead, the replay cap (policy fire_all)'
+                   END
+        FROM missed o
+        WHERE e.job_id = o.job_id AND e.scheduled_for = o.scheduled_for
+          AND e.scheduled_for BETWEEN v_first AND v_last
+          AND e.status = 'pending'
+          AND (o.misfire = 'skip'
+               OR (o.misfire = 'fire_once' AND o.newest > 1)
+               OR (o.misfire = 'fire_all' AND o.newest > o.misfire_replay_cap))
+        RETURNING 1
+    )
+    SELECT count(*) INTO v_skipped FROM skipped;
+    RETURN v_skipped;
+END
 $$;
