@@ -273,3 +273,25 @@ async def test_runs_missed_before_they_were_loaded_say_when_they_came_due(store:
         stated = re.match(r"misfire: came due (?:(\d+) min)? ?(?:([\d.]+) s)?", run.reason or "")
         assert stated is not None
         assert abs(int(stated[1] or 0) * 60 + float(stated[2] or 0) - really) <= 1.0
+
+
+async def test_with_no_grace_a_run_being_claimed_is_not_missed(store: Store) -> None:
+    """A run due less than a second ago is being claimed, not waiting: even a job that
+    allows no grace runs it; one that waited longer is skipped, and says so."""
+    owner = await make.tenant(store)
+    job = await make.job(
+        store, owner, partition=PARTITION, misfire=MisfirePolicy.SKIP, misfire_grace=timedelta(0),
+        overlap=OverlapPolicy.ALLOW,
+    )  # fmt: skip
+    now = datetime.now(UTC)
+    instants = [now - timedelta(seconds=5), now - timedelta(milliseconds=200)]
+    await store.occurrences.insert([make.occurrence(job, at) for at in instants])
+    keys = [ExecutionKey(job.id, at) for at in instants]
+    outcome = await store.occurrences.claim_batch(keys, await owned(store), lease_s=30, ahead_s=1)
+    assert [c.key for c in outcome.claimed] == [keys[1]]
+    assert [(u.key, u.state) for u in outcome.unclaimed] == [(keys[0], ClaimState.MISFIRED)]
+    (missed,) = await runs(store, owner, job, instants[:1])
+    assert re.fullmatch(
+        r"misfire: waited [\d.]+ s, and its job allows no grace \(policy skip\)",
+        missed.reason or "",
+    ), missed.reason

@@ -48,6 +48,8 @@ _MADE = {
 
 _JUST_DUE_S = 1.0
 """A run due less than this long ago is being claimed, not waiting for anything."""
+_CLAIMING = timedelta(seconds=_JUST_DUE_S)
+"""Nor is it missed, whatever its grace (the claim's misfire rule draws the same line)."""
 
 
 def _when(instant: datetime) -> str:
@@ -194,7 +196,7 @@ class Explainer:
         late = self._clock() - execution.fire_at
         if execution.trigger is not Trigger.SCHEDULE or execution.attempt > 0:
             return ""
-        if late <= policies.misfire_grace:
+        if late <= max(policies.misfire_grace, _CLAIMING):
             return ""
         return (
             f"; it has waited past its {readable(policies.misfire_grace.total_seconds())} "

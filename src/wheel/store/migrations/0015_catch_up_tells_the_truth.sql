@@ -53,7 +53,7 @@ $$;
 -- Besides the claimed rows ('claimed') it reports keys it left for a reason
 -- the caller acts on:
 --   'misfired' a scheduled first attempt claimed later than its instant plus its
---              job's misfire grace (it waited: no executor served it, its tenant
+--              job's misfire grace, and 1 s (it waited: no executor served it, its tenant
 --              was at its cap, its breaker was open): the job's misfire policy
 --              decides, as after an outage (wheel_apply_misfire). `skip` skips it;
 --              `fire_once` skips it when a later run of the job has come due (that
@@ -115,9 +115,11 @@ AS $$
                e.attempt, w.executor_id, w.instance, w.ord, w.waited, j.overlap, j.misfire,
                j.misfire_grace_ms, j.misfire_replay_cap,
                e.fire_at > clock_timestamp() + make_interval(secs => p_ahead_s) AS early,
-               -- Missed: a scheduled first attempt past its instant and its grace.
+               -- Missed: a scheduled first attempt past its instant and its grace (a
+               -- second at least: one due less than that ago is being claimed, not
+               -- waiting for anything).
                e.trigger = 'schedule' AND e.attempt = 0
-                   AND e.fire_at + make_interval(secs => j.misfire_grace_ms / 1000.0)
+                   AND e.fire_at + make_interval(secs => greatest(j.misfire_grace_ms, 1000) / 1000.0)
                        < clock_timestamp() AS missed
         FROM unnest(p_job_ids, p_scheduled_fors, p_executor_ids, p_instances,
                     coalesce(p_waited, array_fill(''::text, ARRAY[cardinality(p_job_ids)])))
