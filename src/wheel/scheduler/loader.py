@@ -124,8 +124,9 @@ class Loader:
         before its last pass, so a row is read a few times at most, not every pass.
 
         No misfire rule here: overdue rows of owned partitions are mostly ones
-        this node holds, waiting for credit, a breaker or an overlap; late, not
-        missed. The rule applies on acquisition and to notified past instants.
+        this node holds, waiting for credit, a breaker or an overlap. The rule
+        applies on acquisition, to notified past instants, and at the claim to a
+        run that waited past its grace (`wheel_claim`).
         """
         owned = dict(self._engine.owned)
         if not owned:
