@@ -58,7 +58,6 @@ DUE_WITHIN_MS = 1000
 instant, are not (a planned spike starts on time): the store's claim draws the same line."""
 RETRY_CLAIM_S = 0.2
 """After a failed claim, its runs wait this long before they go back to the ready queues."""
-_OVERLAP_SKIP_REASON = "overlap: one run was already queued behind a running one (policy queue)"
 
 
 class Claims:
@@ -247,7 +246,8 @@ class Claims:
     ) -> None:
         """What the claim did not take: back to the wheel, aside, behind, or forgotten."""
         unclaimed_items = {item.key: item for item, _ in batch}
-        overlapped: list[Ready] = []
+        overlapped: list[tuple[Ready, Ready]] = []
+        """(skipped, the one queued instead): overlap 'queue' keeps one."""
         for unclaimed in outcome.unclaimed:
             item = unclaimed_items[unclaimed.key]
             if unclaimed.state is ClaimState.EARLY:
@@ -273,14 +273,17 @@ class Claims:
             if item.key not in answered:
                 self._forget(item.key)  # not claimable: paused, edited, or not ours any more
         if overlapped:
-            self._stats.skipped_overlap += len(overlapped)
-            self._observer.skipped("overlap", len(overlapped))
             try:
-                await self._occurrences.skip(
-                    [item.key for item in overlapped], _OVERLAP_SKIP_REASON
+                skipped = await self._occurrences.skip_queued(
+                    [(item.key, queued.key) for item, queued in overlapped]
                 )
             except WheelError as exc:  # still pending: the catch-up scan brings them back
                 log.warning("engine.skip_failed", extra={"error": str(exc)})
+                return
+            # One whose job had nothing in flight any more stays pending: the catch-up
+            # brings it back.
+            self._stats.skipped_overlap += len(skipped)
+            self._observer.skipped("overlap", len(skipped))
 
     def _dispatch(
         self, claimed: Claimed, item: Ready, link: Link, now: datetime, expires_s: float

@@ -55,8 +55,9 @@ class OverlapQueues:
         heads.add(job_id)
         return False
 
-    def queue_behind(self, item: Ready) -> Ready | None:
-        """Wait behind the job's running run; returns the one the policy skips."""
+    def queue_behind(self, item: Ready) -> tuple[Ready, Ready] | None:
+        """Wait behind the job's running run; returns the one the policy skips, with the one
+        that stays queued."""
         waiting = self.blocked.setdefault(item.key.job_id, [])
         if any(w.key == item.key for w in waiting):
             return None
@@ -75,9 +76,9 @@ class OverlapQueues:
         if queued.overlap != "wait" and item.key.scheduled_for < queued.key.scheduled_for:
             waiting[0] = item
             self._forget(queued.key)
-            return queued
+            return queued, item
         self._forget(item.key)
-        return item
+        return item, queued
 
     def release(self, job_id: JobId) -> None:
         """The job's running run finished: the first waiting one may go."""

@@ -434,6 +434,20 @@ class Occurrences:
         )
         return int(rows[0][0])
 
+    async def skip_queued(
+        self, pairs: Sequence[tuple[ExecutionKey, ExecutionKey]]
+    ) -> list[ExecutionKey]:
+        """Overlap 'queue': each (run, queued) pair's run is skipped if its job still has a
+        run in flight (read in the statement, named in the reason with the queued one);
+        the runs skipped."""
+        if not pairs:
+            return []
+        rows = await self._per_day(
+            sql("skip_queued"), pairs, lambda pair: pair[0],
+            lambda day: {"queued": [queued.scheduled_for for _, queued in day]}, prepare=False,
+        )  # fmt: skip
+        return [_key(job_id, at) for job_id, at in rows]
+
     async def skip(self, keys: Sequence[ExecutionKey], reason: str) -> list[ExecutionKey]:
         """Record pending occurrences skipped with a reason; return the ones that were pending."""
         if not keys:

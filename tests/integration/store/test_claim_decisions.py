@@ -295,3 +295,28 @@ async def test_with_no_grace_a_run_being_claimed_is_not_missed(store: Store) -> 
         r"misfire: waited [\d.]+ s, and its job allows no grace \(policy skip\)",
         missed.reason or "",
     ), missed.reason
+
+
+async def test_a_queue_skip_names_the_queued_run_and_the_one_in_flight(store: Store) -> None:
+    owner = await make.tenant(store)
+    job = await make.job(
+        store, owner, partition=PARTITION, overlap=OverlapPolicy.QUEUE, misfire_grace=GRACE
+    )
+    epochs = await owned(store)
+    instants = [ago(9), ago(6), ago(3), ago(2)]
+    await store.occurrences.insert([make.occurrence(job, at) for at in instants])
+    running, queued, third, fourth = (ExecutionKey(job.id, at) for at in instants)
+    (claim,) = await store.occurrences.claim([running], epochs, lease_s=30, executors=[EXECUTOR])
+    assert await store.occurrences.skip_queued([(third, queued)]) == [third]
+    held, skipped = await runs(store, owner, job, [instants[0], instants[2]])
+    assert held.status is ExecutionStatus.DISPATCHED, "in flight when the skip was decided"
+    assert skipped.reason == (
+        f"overlap: run {queued.id} was already queued behind run {running.id}, in flight"
+        " (policy queue)"
+    )
+    await store.occurrences.record_results(
+        [AttemptResult(running, claim.fence, Outcome.SUCCEEDED, executor_id="executor-1",
+                       executor_instance="instance-1")]
+    )  # fmt: skip
+    assert await store.occurrences.skip_queued([(fourth, queued)]) == [], "nothing in flight"
+    assert (await runs(store, owner, job, [instants[3]]))[0].status is ExecutionStatus.PENDING

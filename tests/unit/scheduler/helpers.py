@@ -187,6 +187,11 @@ class MemoryOccurrences:
     async def skip(self, keys: Sequence[ExecutionKey], reason: str) -> list[ExecutionKey]:
         return list(keys)
 
+    async def skip_queued(
+        self, pairs: Sequence[tuple[ExecutionKey, ExecutionKey]]
+    ) -> list[ExecutionKey]:
+        return [key for key, _ in pairs]
+
 
 @dataclass
 class Bench:
