@@ -434,6 +434,10 @@ def execution_to(execution: mx.Execution) -> pb.Execution:
         )
         _set_time(item, "started_at", attempt.started_at)
         _set_time(item, "finished_at", attempt.finished_at)
+    for retry in execution.retries:
+        message.retries.add(
+            at=to_timestamp(retry.at), by=retry.by, after_attempt=retry.after_attempt
+        )
     return message
 
 

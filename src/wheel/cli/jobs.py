@@ -444,7 +444,7 @@ def explain_execution(
 @click.argument("execution_id")
 @connected
 def retry_execution(session: Session, execution_id: str) -> None:
-    """Send a dead or needs_review EXECUTION_ID back to pending for one more try."""
+    """Send a dead or needs_review EXECUTION_ID back to pending: a new try, the job's attempts."""
     execution = session.call(lambda client: client.retry_execution(execution_id))
     session.show(execution, lambda console: show.execution(console, "retrying", execution))
 

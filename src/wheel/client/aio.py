@@ -417,7 +417,8 @@ class AsyncClient(TenantAndClusterCalls):
         )
 
     async def retry_execution(self, execution_id: str) -> t.Execution:
-        """Send a DEAD or NEEDS_REVIEW execution back to PENDING for one more try.
+        """Send a DEAD or NEEDS_REVIEW execution back to PENDING for a new try with the job's
+        full attempts; its `retries` record when, and this client's token name as who.
 
         Not retried on an unavailable endpoint (see the module docstring):
         on `Unavailable`, `get_execution` tells whether it happened.

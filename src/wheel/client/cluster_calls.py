@@ -61,6 +61,14 @@ class TenantAndClusterCalls:
         )
         return [messages.node(item) for item in response.nodes]
 
+    async def roster(self) -> t.Roster:
+        """The live nodes, the nodes that went in the last hour (lost or left, and who took
+        their partitions) and how many nodes the cluster should have."""
+        response = await self._transport.call(
+            lambda s: s.cluster.ListNodes, api.ListNodesRequest(), retry=True
+        )
+        return messages.roster(response)
+
     async def partitions(self) -> list[t.Partition]:
         """Every partition, its owner (None between owners) and its epoch."""
         response = await self._transport.call(

@@ -135,6 +135,10 @@ def execution(message: pb.Execution) -> t.Execution:
         executor_id=_text(message.executor_id),
         priority=message.priority,
         attempts=tuple(attempt(item) for item in message.attempts),
+        retries=tuple(
+            t.Retry(at=to_datetime(r.at), by=r.by, after_attempt=r.after_attempt)
+            for r in message.retries
+        ),
     )
 
 
@@ -188,18 +192,42 @@ def page(items: Any, token: str, convert: Callable[[Any], V]) -> t.Page[V]:
     return t.Page(items=tuple(convert(item) for item in items), next_page_token=token)
 
 
+_NODE_STATE = {
+    api.NODE_STATE_UNSPECIFIED: t.NodeState.LIVE,  # a node of an older version
+    api.NODE_STATE_LIVE: t.NodeState.LIVE,
+    api.NODE_STATE_LOST: t.NodeState.LOST,
+    api.NODE_STATE_LEFT: t.NodeState.LEFT,
+}
+
+
 def node(message: api.Node) -> t.Node:
     return t.Node(
         node_id=message.node_id,
         address=message.address,
         partitions=message.partitions,
         durability=_text(message.durability),
+        state=_lookup(_NODE_STATE, message.state, "node.state"),
+        since=_optional_time(message, "since"),
+        gone_at=_optional_time(message, "gone_at"),
+        taken={item.partition: _text(item.node_id) for item in message.taken},
+    )
+
+
+def roster(message: api.ListNodesResponse) -> t.Roster:
+    nodes = tuple(node(item) for item in message.nodes)
+    return t.Roster(
+        nodes=nodes,
+        departed=tuple(node(item) for item in message.departed),
+        expected=message.expected or len(nodes),  # an older server does not say
     )
 
 
 def partition(message: api.PartitionOwner) -> t.Partition:
     return t.Partition(
-        partition=message.partition, node_id=_text(message.node_id), epoch=message.epoch
+        partition=message.partition,
+        node_id=_text(message.node_id),
+        epoch=message.epoch,
+        since=_optional_time(message, "since"),
     )
 
 
@@ -228,6 +256,8 @@ def executor(message: api.ExecutorInfo) -> t.ExecutorInfo:
                 connected_at=to_datetime(link.connected_at)
                 if link.HasField("connected_at")
                 else None,
+                slots=dict(sorted(link.slots.items())),
+                hold=link.hold,
             )
             for link in message.links
         ),

@@ -206,5 +206,6 @@ class Client:
     retry_execution = _blocking(AsyncClient.retry_execution)
     cancel_execution = _blocking(AsyncClient.cancel_execution)
     nodes = _blocking(AsyncClient.nodes)
+    roster = _blocking(AsyncClient.roster)
     partitions = _blocking(AsyncClient.partitions)
     executors = _blocking(AsyncClient.executors)

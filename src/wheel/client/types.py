@@ -9,6 +9,7 @@ wire.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import uuid
 from collections.abc import Mapping
@@ -17,6 +18,7 @@ from datetime import datetime
 from typing import Generic, TypeVar
 
 from wheel.model.executions import ExecutionStatus, Outcome, Trigger
+from wheel.model.executions import Retry as Retry  # a person's retry, as is
 from wheel.model.http_tasks import HttpTask
 from wheel.model.ids import ExecutionId, JobId
 from wheel.model.jobs import JobSpec, JobStatus, Policies, Schedule
@@ -118,6 +120,18 @@ class Execution:
     priority: int
     attempts: tuple[Attempt, ...] = ()
     """Filled by `get_execution`; lists leave it empty."""
+    retries: tuple[Retry, ...] = ()
+    """A person's retries, oldest first: each starts a new try with the job's attempts."""
+
+    @property
+    def tries(self) -> int:
+        """Which try this is: 1, or 1 + the retries a person made."""
+        return 1 + len(self.retries)
+
+    @property
+    def try_attempt(self) -> int:
+        """Attempts of the current try so far (`attempt` counts every try's)."""
+        return self.attempt - (self.retries[-1].after_attempt if self.retries else 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,18 +259,71 @@ class Page(Generic[T]):
     next_page_token: str
 
 
+class NodeState(enum.StrEnum):
+    LIVE = "live"
+    """Registered: its session is alive."""
+    LOST = "lost"
+    """Its session ended without a clean stop: killed, frozen or cut off from etcd."""
+    LEFT = "left"
+    """It stopped cleanly and handed its partitions over."""
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
-    """A scheduler node as etcd lists it."""
+    """A scheduler node as etcd lists it, or one that went in the last hour."""
 
     node_id: str
     address: str
     """Where its gRPC server listens."""
     partitions: int
-    """How many partitions it holds now."""
+    """How many partitions it holds now (a departed node: held when it went)."""
     durability: str | None = None
     """Why a job it acknowledges could be lost with its Postgres primary's disk (no
     synchronous standby); None while every commit waits for one."""
+    state: NodeState = NodeState.LIVE
+    since: datetime | None = None
+    """When a live node registered its session."""
+    gone_at: datetime | None = None
+    """When a departed node went."""
+    taken: Mapping[int, str | None] = dataclasses.field(default_factory=dict)
+    """A departed node's partitions and the node that took each (None: nobody yet)."""
+
+    def takers(self) -> dict[str, int]:
+        """How many of a departed node's partitions each node took, by node name (sorted)."""
+        counts: dict[str, int] = {}
+        for node in self.taken.values():
+            if node:
+                counts[node] = counts.get(node, 0) + 1
+        return dict(sorted(counts.items()))
+
+    @property
+    def untaken(self) -> int:
+        """How many of a departed node's partitions nobody has taken yet."""
+        return sum(1 for node in self.taken.values() if not node)
+
+
+@dataclass(frozen=True, slots=True)
+class Roster:
+    """The cluster's nodes: the live ones, those that went in the last hour, and how many
+    it should have (`client.roster()`)."""
+
+    nodes: tuple[Node, ...]
+    """The live nodes."""
+    departed: tuple[Node, ...]
+    """Lost or left in the last hour, the latest first; one entry per session, so a node
+    that is back is listed here too."""
+    expected: int
+    """The live nodes and the lost ones not back."""
+
+    @property
+    def lost(self) -> tuple[Node, ...]:
+        """Lost nodes that are not back: those whose latest departure is a loss."""
+        live = {node.node_id for node in self.nodes}
+        latest: dict[str, Node] = {}
+        for node in self.departed:  # the latest first
+            latest.setdefault(node.node_id, node)
+        return tuple(node for node in latest.values()
+                     if node.state is NodeState.LOST and node.node_id not in live)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +334,8 @@ class Partition:
     node_id: str | None
     """None while no node holds it."""
     epoch: int
+    since: datetime | None = None
+    """When its owner took it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +348,18 @@ class ExecutorLink:
     in_flight: int
     """Runs this node dispatched to it that have not finished."""
     connected_at: datetime | None
+    slots: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    """Handlers it runs at once, by pool (empty: an executor that did not say)."""
+    hold: int = 0
+    """Credit per pool beyond its slots: runs handed over ahead of their instant."""
+
+    def free_slots(self, pool: str) -> int | None:
+        """Slots of `pool` not spoken for on this stream: its credit less the hold, at most
+        its slots (None when it did not say its slots)."""
+        slots = self.slots.get(pool)
+        if slots is None:
+            return None
+        return max(0, min(slots, self.credit.get(pool, 0) - self.hold))
 
 
 @dataclass(frozen=True, slots=True)

@@ -419,6 +419,29 @@ class Etcd:
         # The transaction's revision is the put's, so the key's create revision.
         return int(reply.header.revision) if reply.succeeded else None
 
+    async def put_if_modified_at(
+        self, key: str, value: bytes, mod_revision: int, *, lease: int
+    ) -> bool:
+        """Write `key` only if its last write is still the one at `mod_revision` (0: only if
+        it is absent): a compare-and-set, so two writers of one document never clobber each
+        other. One round trip; False: someone wrote first, read again and retry."""
+        raw = key.encode()
+        target = rpc.Compare.MOD if mod_revision else rpc.Compare.CREATE
+        compare = rpc.Compare(key=raw, target=target, result=rpc.Compare.EQUAL)
+        if mod_revision:
+            compare.mod_revision = mod_revision
+        else:
+            compare.create_revision = 0
+        request = rpc.TxnRequest(
+            compare=[compare],
+            success=[rpc.RequestOp(request_put=rpc.PutRequest(key=raw, value=value, lease=lease))],
+        )
+        reply = await self._call(
+            lambda e, m: e.kv.Txn(request, metadata=m, timeout=self._settings.timeout_s),
+            read=False,
+        )
+        return bool(reply.succeeded)
+
     async def delete_if_created_at(self, key: str, create_revision: int) -> bool:
         """Delete `key` only if it is still the one created at `create_revision`."""
         raw = key.encode()

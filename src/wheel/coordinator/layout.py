@@ -5,6 +5,7 @@
     /wheel/<cluster>/partitions/<nnnn>   {"node", "since"}              (the owner's lease)
     /wheel/<cluster>/executors/<id>      {"executor", "address", "pools", ...}
     /wheel/<cluster>/links/<node>        {"executors": {...}, "ready": {...}}  (the node's lease)
+    /wheel/<cluster>/departed/<node>/<lease>  {"node", "state", "gone_at", "held", "taken"}  (1 h)
 
 `etcdctl get --prefix /wheel/<cluster>/partitions/` shows every owner; a
 partition key's create revision is the partition's epoch.
@@ -56,6 +57,12 @@ class Layout:
     def breakers(self) -> str:
         """`breakers/<node>`: the task types whose circuit breaker is open on that node."""
         return f"{self.root}breakers/"
+
+    @property
+    def departed(self) -> str:
+        """`departed/<node>/<lease>`: a node that left or was lost in the last hour, and who
+        took its partitions (coordinator/departures.py)."""
+        return f"{self.root}departed/"
 
     def node(self, node_id: str) -> str:
         return f"{self.nodes}{node_id}"

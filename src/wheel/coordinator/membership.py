@@ -22,9 +22,11 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 
-from wheel.coordinator.etcd import Etcd
-from wheel.coordinator.layout import DEFAULT_PARTITIONS, Layout
+from wheel.coordinator.departures import LOST, Departure, record
+from wheel.coordinator.etcd import Etcd, KeyValue
+from wheel.coordinator.layout import DEFAULT_PARTITIONS, Layout, decode
 from wheel.coordinator.ownership import Acquired, Ownership, Released, partition_count
 from wheel.coordinator.session import Session
 from wheel.errors import CoordinatorError
@@ -134,8 +136,27 @@ class Membership:
                        " its partitions stay with it until it stops; node ids must be unique"},
             )  # fmt: skip
             return
+        await self._record_lost(kv)
         await self._etcd.revoke(kv.lease)  # its partition keys go with it
         log.info("membership.previous_session_revoked", extra=context)
+
+    async def _record_lost(self, registration: KeyValue) -> None:
+        """Record the previous session as lost (`departures`): with no other node up,
+        nobody else saw it go."""
+        kvs, _ = await self._etcd.get_prefix(self._layout.partitions)
+        held = []
+        for kv in kvs:
+            with contextlib.suppress(ValueError):
+                if kv.lease == registration.lease:
+                    held.append(self._layout.partition_of(kv.key))
+        try:
+            address = str(decode(registration.value).get("address", ""))
+        except (ValueError, TypeError):
+            address = ""
+        departure = Departure(
+            self.node_id, registration.lease, LOST, datetime.now(UTC), address, tuple(held)
+        )
+        await record(self._etcd, self._layout, departure)
 
 
 KEEP_ALIVE_SLACK_S = 1.5

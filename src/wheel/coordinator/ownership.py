@@ -29,11 +29,12 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 
 from wheel.coordinator import assignment
 from wheel.coordinator.assignment import Holder
+from wheel.coordinator.departures import Takeovers
 from wheel.coordinator.etcd import Etcd, KeyValue
 from wheel.coordinator.layout import DEFAULT_PARTITIONS, Layout, decode, encode
 from wheel.coordinator.mirror import PrefixMirror
@@ -85,8 +86,10 @@ class Ownership:
         self._address = address
         self.held: dict[PartitionId, int] = {}
         """Partitions this node owns now, with their epochs."""
-        self._nodes = PrefixMirror(etcd, layout.nodes, on_change=lambda _: self._poke())
-        self._keys = PrefixMirror(etcd, layout.partitions, on_change=lambda _: self._poke())
+        self.takeovers = Takeovers(etcd, layout, node_id, session.lease_id)
+        """Records the nodes that go and the partitions this one takes from them."""
+        self._nodes = PrefixMirror(etcd, layout.nodes, on_change=self._nodes_changed)
+        self._keys = PrefixMirror(etcd, layout.partitions, on_change=self._keys_changed)
         self._wake = asyncio.Event()
         self._refused: dict[PartitionId, float] = {}
         self._task: asyncio.Task[None] | None = None
@@ -126,6 +129,7 @@ class Ownership:
             ),
             lease=self._session.lease_id,
         )
+        self.takeovers.start()
         await self._nodes.start()
         await self._keys.start()
         self._task = asyncio.create_task(self._run(), name=f"ownership {self.node_id}")
@@ -146,6 +150,8 @@ class Ownership:
         self.healthy = False
         try:
             if hand_over:
+                with contextlib.suppress(CoordinatorError):  # else it is recorded as lost
+                    await self.takeovers.left(self._address, self.held)
                 with contextlib.suppress(CoordinatorError):  # else it goes with the lease
                     await self._etcd.delete_if_created_at(
                         self._layout.node(self.node_id), self._registered
@@ -160,6 +166,17 @@ class Ownership:
         finally:
             await self._nodes.stop()
             await self._keys.stop()
+            await self.takeovers.stop()
+
+    def _nodes_changed(self, items: Mapping[str, KeyValue]) -> None:
+        self.takeovers.nodes_seen(items)
+        self._poke()
+
+    def _keys_changed(self, items: Mapping[str, KeyValue]) -> None:
+        self.takeovers.partitions_seen(
+            (partition, self._name_of(kv), kv.lease) for partition, kv in self._holders().items()
+        )
+        self._poke()
 
     def _poke(self) -> None:
         self.settled = asyncio.Event() if self.settled.is_set() else self.settled
@@ -270,6 +287,8 @@ class Ownership:
             )
             if epoch is not None:
                 await self._acquired(partition, epoch)
+                if partition in self.held:
+                    self.takeovers.acquired(partition)
             if self._wake.is_set():
                 return  # the nodes or keys changed while it loaded: decide again on what is now
 

@@ -50,11 +50,17 @@ class ExecutorInfo:
 class NodeInfo:
     node_id: str
     address: str
+    since: str = ""
+    """When it registered this session (ISO 8601; empty if it did not say)."""
 
     @classmethod
     def from_kv(cls, kv: KeyValue) -> NodeInfo:
         doc = decode(kv.value)
-        return cls(node_id=str(doc["node"]), address=str(doc.get("address", "")))
+        return cls(
+            node_id=str(doc["node"]),
+            address=str(doc.get("address", "")),
+            since=str(doc.get("since", "")),
+        )
 
 
 async def register_executor(

@@ -16,16 +16,18 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from aiohttp import web
 
 from wheel.client.aio import AsyncClient
-from wheel.client.types import Execution, Job
+from wheel.client.types import Attempt, Execution, Explanation, Job, Verdict
 from wheel.durations import readable
 from wheel.errors import InvalidArgument, WheelError
-from wheel.model.executions import ExecutionStatus
+from wheel.model.executions import ExecutionStatus, ordinal
 from wheel.model.jobs import Schedule, ScheduleKind
 
 STATIC = Path(__file__).parent / "static"
 PAGE = 50
 RETRYABLE = (ExecutionStatus.DEAD, ExecutionStatus.NEEDS_REVIEW)
 UPCOMING_MINUTES = 10
+HISTORY = 20
+"""Past runs a job page shows at a time."""
 
 
 def _when(instant: datetime | None) -> str:
@@ -76,6 +78,7 @@ FILTERS = {
     "when": _when,
     "words": words,
     "colour": colour,
+    "ordinal": ordinal,
     "lateness": lambda e: _seconds(e.scheduled_for, e.started_at),
     "took": lambda e: _seconds(e.started_at, e.finished_at),
 }
@@ -127,9 +130,15 @@ async def job(client: AsyncClient, request: web.Request) -> dict[str, Any]:
             around = await client.preview_schedule(
                 found.schedule, count=6, after=change - timedelta(days=2), job_id=found.id
             )
-    history = await client.list_executions(job_id=found.id, page_size=20)
+    # The past, newest first: runs whose instant has come (the future is "Next runs"), a
+    # keyset page at a time; "older" carries the API's token to the next page back.
+    history = await client.list_executions(
+        job_id=found.id, scheduled_before=datetime.now(UTC), page_size=HISTORY,
+        page_token=request.query.get("older", ""),
+    )  # fmt: skip
     return {"job": found, "preview": preview, "around": around, "change": change,
-            "history": history.items}  # fmt: skip
+            "history": history.items, "older": history.next_page_token,
+            "paged": bool(request.query.get("older"))}  # fmt: skip
 
 
 async def act(client: AsyncClient, request: web.Request) -> dict[str, Any]:
@@ -217,13 +226,56 @@ async def _names(client: AsyncClient, job_ids: set[Any]) -> dict[Any, str]:
     return {job_id: jobs[job_id].name if job_id in jobs else str(job_id) for job_id in job_ids}
 
 
+_VERDICTS = {
+    Verdict.IN_FLIGHT: "In flight",
+    Verdict.SKIPPED_MISFIRE: "Skipped (misfire)",
+    Verdict.SKIPPED_OVERLAP: "Skipped (overlap)",
+    Verdict.BEHIND_RUNNING: "Behind a running run",
+    Verdict.AT_TENANT_CAP: "At the tenant's cap",
+    Verdict.NOT_AN_OCCURRENCE: "Not a run of its schedule",
+    Verdict.OUTSIDE_BOUNDS: "Outside the schedule's bounds",
+    Verdict.NOT_MATERIALISED: "Not made yet",
+}
+
+
+def _of_try(tries: int) -> str:
+    return f" ({ordinal(tries)} try)" if tries > 1 else ""
+
+
+def verdict_words(explanation: Explanation) -> str:
+    """A verdict as a person says it ("In flight", "Failed after 3 attempts"), never its
+    enum name; attempts count those of the run's current try."""
+    execution = explanation.execution
+    if explanation.verdict is Verdict.DEAD and execution is not None:
+        many = "attempt" if execution.try_attempt == 1 else "attempts"
+        return f"Failed after {execution.try_attempt} {many}{_of_try(execution.tries)}"
+    known = _VERDICTS.get(explanation.verdict)
+    return known or explanation.verdict.value.replace("_", " ").capitalize()
+
+
+def _attempt_rows(execution: Execution | None) -> list[tuple[Attempt, int, int]]:
+    """Each attempt with its try and its number within that try."""
+    if execution is None:
+        return []
+    starts = [0] + [r.after_attempt for r in execution.retries]
+    rows = []
+    for attempt in execution.attempts:
+        tries = sum(1 for start in starts if attempt.number > start) or 1
+        rows.append((attempt, tries, attempt.number - starts[tries - 1]))
+    return rows
+
+
 async def run(client: AsyncClient, request: web.Request) -> dict[str, Any]:
+    # One read: the verdict, the path and the attempts all come from the explanation,
+    # which the node builds from one snapshot of the run (a second call, for the attempts,
+    # could see a later state: "in flight" beside a succeeded attempt).
     explanation = await client.explain_execution(request.match_info["id"])
     execution = explanation.execution
-    attempts = (await client.get_execution(execution.id)).attempts if execution else ()
     found = await client.get_job(explanation.job_id)
     return {
-        "explanation": explanation, "execution": execution, "attempts": attempts,
+        "explanation": explanation, "execution": execution,
+        "attempts": _attempt_rows(execution), "verdict": verdict_words(explanation),
+        "of_try": _of_try(execution.tries) if execution else "",
         "job": found, "retryable": execution is not None and execution.status in RETRYABLE,
     }  # fmt: skip
 
@@ -260,7 +312,7 @@ async def retry_many(client: AsyncClient, request: web.Request) -> dict[str, Any
 
 
 async def cluster(client: AsyncClient, request: web.Request) -> dict[str, Any]:
-    nodes = await client.nodes()
+    roster = await client.roster()
     partitions = await client.partitions()
     executors = await client.executors()
     now = datetime.now(UTC)
@@ -281,7 +333,19 @@ async def cluster(client: AsyncClient, request: web.Request) -> dict[str, Any]:
         {"pool": pool, "minutes": [load.get((pool, m), 0) for m in range(UPCOMING_MINUTES)]}
         for pool in names
     ]
+    live = {node.node_id for node in roster.nodes}
+    departed = [
+        {"node": node, "at": _when(node.gone_at), "ago": _ago(now, node.gone_at),
+         "takers": node.takers(), "back": node.node_id in live}
+        for node in roster.departed
+    ]  # fmt: skip
     return {
-        "nodes": nodes, "partitions": partitions, "executors": executors, "chart": chart,
-        "tallest": tallest, "minutes": UPCOMING_MINUTES, "capped": bool(upcoming.next_page_token),
+        "nodes": roster.nodes, "departed": departed, "lost": roster.lost,
+        "expected": roster.expected, "partitions": partitions, "executors": executors,
+        "chart": chart, "tallest": tallest, "minutes": UPCOMING_MINUTES,
+        "capped": bool(upcoming.next_page_token),
     }  # fmt: skip
+
+
+def _ago(now: datetime, then: datetime | None) -> str:
+    return "" if then is None else f"{readable(max(0.0, (now - then).total_seconds()))} ago"

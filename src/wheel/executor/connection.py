@@ -69,6 +69,10 @@ class Identity:
     pools: tuple[str, ...]
     task_types: tuple[str, ...]
     capacity: int
+    slots: tuple[tuple[str, int], ...] = ()
+    """Concurrency by pool (what operators see as slots)."""
+    hold: int = 0
+    """Runs taken per pool beyond its slots, held until their instant."""
     instance_id: str = dataclasses.field(default_factory=lambda: uuid.uuid4().hex)
     """Made once per process and sent to nodes only: every run a node dispatches to this
     process is bound to it, so no other holder of the executor token can report it."""
@@ -267,6 +271,8 @@ class NodeLink:
                 task_types=identity.task_types,
                 capacity=identity.capacity,
                 instance_id=identity.instance_id,
+                slots=dict(identity.slots),
+                hold=identity.hold,
             )
             await call.write(pb.ExecutorMessage(hello=hello))
             first = await asyncio.wait_for(call.read(), WELCOME_TIMEOUT_S)

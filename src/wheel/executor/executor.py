@@ -59,6 +59,8 @@ class Executor:
             pools=tuple(sorted(config.pools)),
             task_types=tuple(self.registry.names()),
             capacity=config.capacity,
+            slots=tuple(sorted(config.pools.items())),
+            hold=config.hold,
         )
         self._threads = HandlerThreads(config.threads)
         self._governor = GcGovernor(GcPolicy())

@@ -201,6 +201,27 @@ class Attempt:
 
 
 @dataclass(frozen=True, slots=True)
+class Retry:
+    """A person sent a dead or needs_review run back for a new try, with the job's full
+    attempts: who (the API token's name), when, and how many attempts came before."""
+
+    at: datetime
+    by: str
+    after_attempt: int
+
+
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+
+
+def ordinal(n: int) -> str:
+    """1 -> "first", ..., 8 -> "eighth", then "9th", "10th" (the tries of a run)."""
+    if 1 <= n <= len(_ORDINALS):
+        return _ORDINALS[n - 1]
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+@dataclass(frozen=True, slots=True)
 class Execution:
     """One occurrence as users see it."""
 
@@ -226,3 +247,15 @@ class Execution:
     """When the latest claim was made (the occurrence fired)."""
     claimed_by: str | None = None
     """The node that made the latest claim."""
+    retries: tuple[Retry, ...] = ()
+    """A person's retries, oldest first: each starts a new try with the job's attempts."""
+
+    @property
+    def tries(self) -> int:
+        """Which try this is: 1, or 1 + the retries a person made."""
+        return 1 + len(self.retries)
+
+    @property
+    def try_attempt(self) -> int:
+        """Attempts of the current try so far (`attempt` counts every try's)."""
+        return self.attempt - (self.retries[-1].after_attempt if self.retries else 0)

@@ -7,21 +7,29 @@ a receiver gets are the words `wheel executions explain` shows.
 from __future__ import annotations
 
 from wheel.errors import first_line
-from wheel.model.executions import ExecutionStatus
+from wheel.model.executions import ExecutionStatus, ordinal
 
 
 def settled(
-    status: ExecutionStatus, *, attempt: int, error: str | None, reason: str | None
+    status: ExecutionStatus,
+    *,
+    attempt: int,
+    error: str | None,
+    reason: str | None,
+    tries: int = 1,
 ) -> str | None:
-    """Why a dead, needs_review or skipped run is so; None for any other status."""
+    """Why a dead, needs_review or skipped run is so; None for any other status. `attempt`
+    counts the attempts of the run's current try, `tries` which try it is (a person's
+    retry starts a new one)."""
+    of_try = f" of its {ordinal(tries)} try" if tries > 1 else ""
     if status is ExecutionStatus.DEAD:
         return (
-            f"failed all {attempt} attempts (last error: {first_line(error) or 'none'}); "
+            f"failed all {attempt} attempts{of_try} (last error: {first_line(error) or 'none'}); "
             "retry it with `wheel executions retry`"
         )
     if status is ExecutionStatus.NEEDS_REVIEW:
         return (
-            f"attempt {attempt} failed or was lost and the job is not idempotent: "
+            f"attempt {attempt}{of_try} failed or was lost and the job is not idempotent: "
             "a person decides (`wheel executions retry` or `cancel`)"
         )
     if status is ExecutionStatus.SKIPPED:

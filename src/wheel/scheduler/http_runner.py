@@ -76,6 +76,7 @@ class HttpRunner:
             task_types=(),
             capacity=config.http_task_concurrency,
             instance_id=uuid.uuid4().hex,
+            slots=((HTTP_POOL, config.http_task_concurrency),),
         )
         links = self._engine.links
         self.link = links.connect(hello, _NO_TOKEN, http_runner=True)

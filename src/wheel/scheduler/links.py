@@ -99,6 +99,11 @@ class Link:
         return self.hello.capacity
 
     @property
+    def slots(self) -> dict[str, int]:
+        """Handlers it runs at once, by pool, as its Hello said (empty: it did not)."""
+        return dict(self.hello.slots)
+
+    @property
     def binding(self) -> ExecutorBinding:
         """Who the runs dispatched on this link belong to."""
         return ExecutorBinding(self.hello.executor_id, self.hello.instance_id)

@@ -54,6 +54,11 @@ class Hello:
     task_types: tuple[str, ...]
     capacity: int
     instance_id: str
+    slots: tuple[tuple[str, int], ...] = ()
+    """Handlers it runs at once, by pool, as it said (shown to operators, never trusted:
+    dispatch follows credit). Empty: it did not say."""
+    hold: int = 0
+    """Runs it takes per pool beyond its slots, held until their instant (as it said)."""
 
 
 def _name(field: str, value: str, limit: int) -> str:
@@ -97,7 +102,17 @@ def hello_from_proto(message: pb.Hello) -> Hello:
             "hello.instance_id",
             f"{excerpt(message.instance_id)} is not 1 to 64 characters of [A-Za-z0-9_-]",
         )
-    return Hello(executor_id, pools, task_types, message.capacity, message.instance_id)
+    for pool, count in message.slots.items():
+        if pool not in pools:
+            raise InvalidArgument(f"hello.slots[{excerpt(pool)}]", "is not one of hello.pools")
+        if not 1 <= count <= MAX_CAPACITY:
+            raise InvalidArgument(f"hello.slots[{excerpt(pool)}]", f"must be 1 to {MAX_CAPACITY}")
+    if message.hold > MAX_CREDIT_PER_MESSAGE:
+        raise InvalidArgument("hello.hold", f"must be at most {MAX_CREDIT_PER_MESSAGE}")
+    return Hello(
+        executor_id, pools, task_types, message.capacity, message.instance_id,
+        slots=tuple(sorted(message.slots.items())), hold=message.hold,
+    )  # fmt: skip
 
 
 def credit_from_proto(message: pb.Credit, pools: tuple[str, ...]) -> tuple[str, int]:

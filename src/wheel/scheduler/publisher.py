@@ -50,6 +50,8 @@ class Publisher:
                 "task_types": list(link.task_types),
                 "capacity": link.capacity,
                 "credit": dict(sorted(link.credits.items())),
+                "slots": link.slots,
+                "hold": link.hello.hold,
                 "since": link.connected_at.isoformat(timespec="seconds"),
                 "in_flight": engine.in_flight.by_link.get(link.serial, 0),
                 **_held_back(link),

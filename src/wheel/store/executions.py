@@ -16,6 +16,7 @@ from wheel.model.executions import (
     ExecutionStatus,
     LastRun,
     Outcome,
+    Retry,
     Trigger,
 )
 from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId
@@ -30,6 +31,30 @@ _MAX_UUID = "ffffffff-ffff-ffff-ffff-ffffffffffff"
 _MIN_UUID = "00000000-0000-0000-0000-000000000000"
 RETRYABLE = (ExecutionStatus.DEAD, ExecutionStatus.NEEDS_REVIEW)
 CANCELLABLE = (ExecutionStatus.PENDING,)
+
+
+def _instant(value: str | None) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def _attempt(made: dict[str, Any]) -> Attempt:
+    """An attempt from its JSON object (see get_execution.sql)."""
+    return Attempt(
+        number=made["number"],
+        fence=made["fence"],
+        executor_id=made["executor_id"],
+        started_at=_instant(made["started_at"]),
+        finished_at=datetime.fromisoformat(made["finished_at"]),
+        outcome=Outcome(made["outcome"]),
+        error=made["error"],
+    )
+
+
+def _retries(made: list[dict[str, Any]] | None) -> tuple[Retry, ...]:
+    return tuple(
+        Retry(at=datetime.fromisoformat(r["at"]), by=r["by"], after_attempt=r["after_attempt"])
+        for r in made or ()
+    )
 
 
 def execution_from_row(row: dict[str, Any], attempts: tuple[Attempt, ...] = ()) -> Execution:
@@ -54,6 +79,7 @@ def execution_from_row(row: dict[str, Any], attempts: tuple[Attempt, ...] = ()) 
         attempts=attempts,
         dispatched_at=row["dispatched_at"],
         claimed_by=row["claimed_by"],
+        retries=_retries(row.get("retries")),
     )
 
 
@@ -121,34 +147,28 @@ class Executions:
         return found, pagination.encode(last.scheduled_for, last.job_id, oldest_first=oldest_first)
 
     async def get(self, tenant_id: TenantId, key: ExecutionKey) -> Execution:
-        """The execution with every attempt, or NotFound (also when it is another tenant's)."""
+        """The execution with every attempt, or NotFound (also when it is another tenant's).
+
+        One statement, one snapshot: its status, attempts and retries always agree."""
         where = {"job_id": key.job_id, "scheduled_for": key.scheduled_for, "tenant_id": tenant_id}
         async with translated(), self._pool.connection() as conn:
             cursor = conn.cursor(row_factory=dict_row)
             await cursor.execute(sql("get_execution"), where)
             row = await cursor.fetchone()
-            if row is None:
-                raise NotFound("execution", key.id)
-            await cursor.execute(sql("attempts_of"), where)
-            attempts = tuple(
-                Attempt(
-                    number=a["number"],
-                    fence=a["fence"],
-                    executor_id=a["executor_id"],
-                    started_at=a["started_at"],
-                    finished_at=a["finished_at"],
-                    outcome=Outcome(a["outcome"]),
-                    error=a["error"],
-                )
-                for a in await cursor.fetchall()
-            )
-        return execution_from_row(row, attempts)
+        if row is None:
+            raise NotFound("execution", key.id)
+        return execution_from_row(row, tuple(_attempt(a) for a in row["attempts_made"]))
 
-    async def retry(self, tenant_id: TenantId, key: ExecutionKey) -> Execution:
-        """Send a dead or needs_review execution back to pending, firing now, for one more try."""
+    async def retry(
+        self, tenant_id: TenantId, key: ExecutionKey, *, by_token: bytes | None = None
+    ) -> Execution:
+        """Send a dead or needs_review execution back to pending, firing now, for a new try
+        with the job's full attempts; the name of the token whose SHA-256 is `by_token` (the
+        caller's) is kept with it as who retried ("a person" without one)."""
         return await self._decide(
-            tenant_id, key, ExecutionStatus.PENDING, RETRYABLE, "retry", "manual retry"
-        )
+            tenant_id, key, ExecutionStatus.PENDING, RETRYABLE, "retry", "manual retry",
+            by_token=by_token,
+        )  # fmt: skip
 
     async def in_flight_of_job(self, tenant_id: TenantId, job_id: JobId) -> Execution | None:
         """A run of the job dispatched or running now (without its attempts), or None."""
@@ -174,6 +194,8 @@ class Executions:
         allowed_from: tuple[ExecutionStatus, ...],
         operation: str,
         reason: str,
+        *,
+        by_token: bytes | None = None,
     ) -> Execution:
         async with translated(), self._pool.connection() as conn:
             cursor = await conn.execute(
@@ -185,6 +207,7 @@ class Executions:
                     "status": target.value,
                     "reason": reason,
                     "from_statuses": [s.value for s in allowed_from],
+                    "by_token": by_token,
                 },
             )
             changed = await cursor.fetchone()

@@ -157,6 +157,9 @@ CREATE TABLE executions (
     -- When it last became pending (made, retried, given back): the catch-up scan
     -- reads what became pending since its last pass, not the whole backlog.
     pending_since   timestamptz NOT NULL DEFAULT now(),
+    -- A person's retries, oldest first: {"at", "by" (the API token's name),
+    -- "after_attempt"}. Each starts a new try with the job's max_attempts.
+    retries         jsonb NOT NULL DEFAULT '[]',
     PRIMARY KEY (job_id, scheduled_for),
     CHECK ((status IN ('dispatched', 'running')) = (lease_until IS NOT NULL))
 ) PARTITION BY RANGE (scheduled_for);
@@ -275,6 +278,8 @@ AS $$
                     THEN e.job_id END AS held,
                e.fence = i.fence AND e.status IN ('dispatched', 'running') AS fence_held,
                e.attempt, e.fire_at,
+               -- Attempts before the current try (a person's retry starts a new one).
+               coalesce((e.retries -> -1 ->> 'after_attempt')::integer, 0) AS tried,
                e.executor_id AS held_executor_id, e.started_at AS held_started_at
         FROM input i
         LEFT JOIN LATERAL (
@@ -283,7 +288,7 @@ AS $$
             -- pending made a partial index of leased rows look free, and under a
             -- spike each probe walked every leased row.
             SELECT e.job_id, e.attempt, e.fire_at, e.executor_id, e.executor_instance,
-                   e.started_at, e.fence, e.status
+                   e.started_at, e.fence, e.status, e.retries
             FROM executions e
             WHERE e.job_id = i.job_id AND e.scheduled_for = i.scheduled_for
               AND e.scheduled_for BETWEEN p_first AND p_last
@@ -291,7 +296,7 @@ AS $$
             FOR UPDATE OF e
         ) e ON true
     ), locked AS (
-        SELECT p.job_id, p.scheduled_for, p.fence, p.attempt, p.fire_at, p.outcome,
+        SELECT p.job_id, p.scheduled_for, p.fence, p.attempt, p.tried, p.fire_at, p.outcome,
                coalesce(p.executor_id, p.held_executor_id) AS executor_id,
                -- A run given back unstarted never started, whatever its heartbeats
                -- said (an executor heartbeats the runs waiting there for a slot).
@@ -310,7 +315,7 @@ AS $$
                        THEN clock_timestamp()
                    WHEN s.next_status = 'pending' THEN clock_timestamp() + make_interval(secs =>
                        random() * least(l.backoff_cap_ms::float8,
-                                        l.backoff_base_ms * power(2::float8, least(l.attempt - 1, 60)))
+                                        l.backoff_base_ms * power(2::float8, least(l.attempt - l.tried - 1, 60)))
                        / 1000.0)
                    ELSE l.fire_at
                END AS next_fire_at,
@@ -323,7 +328,7 @@ AS $$
             WHEN l.outcome = 'not_started' THEN 'pending'   -- wait forever for a claim
             WHEN l.outcome = 'rejected' THEN 'dead'         -- a failure never retried
             WHEN NOT l.idempotent THEN 'needs_review'
-            WHEN l.attempt >= l.max_attempts THEN 'dead'
+            WHEN l.attempt - l.tried >= l.max_attempts THEN 'dead'
             ELSE 'pending'
         END::wheel_execution_status AS next_status) s
     ), updated AS (
@@ -897,7 +902,8 @@ AS $$
 BEGIN
     INSERT INTO notifications (tenant_id, job_id, scheduled_for, status, reason, attempt,
                                error, url)
-    SELECT NEW.tenant_id, NEW.job_id, NEW.scheduled_for, NEW.status, NEW.reason, NEW.attempt,
+    SELECT NEW.tenant_id, NEW.job_id, NEW.scheduled_for, NEW.status, NEW.reason,
+           NEW.attempt - coalesce((NEW.retries -> -1 ->> 'after_attempt')::integer, 0),
            left(NEW.error, 4000), coalesce(nullif(j.notify_url, ''), t.notify_url)
     FROM jobs j
     JOIN tenants t ON t.id = j.tenant_id

@@ -107,9 +107,29 @@ def _made(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.png"))
 
 
+# What a reader needs on a page: text in cells, links, buttons, inputs, statuses. Each is
+# reported if it ends past the viewport's right edge (hidden behind a sideways scroll) or is
+# clipped by a box that scrolls sideways.
+OFF_SCREEN = """() => {
+  const width = document.documentElement.clientWidth;
+  const out = [];
+  const needed = 'main td, main th, main a, main button, main input, main .status';
+  for (const el of document.querySelectorAll(needed)) {
+    const box = el.getBoundingClientRect();
+    if (box.width === 0 || box.height === 0) continue;
+    const text = el.textContent.trim().slice(0, 40);
+    const end = Math.round(box.right);
+    if (end > width + 1) out.push(`${el.tagName} "${text}" ends at ${end} px`);
+  }
+  return out;
+}"""
+
+
 async def shoot(browser: Browser, base: str, token: str, paths: dict[str, str]) -> None:
-    """Every page at both sizes in both colour schemes."""
+    """Every page at both sizes in both colour schemes; at phone size nothing a reader needs
+    may sit off-screen."""
     _made(SHOTS)
+    off_screen: dict[str, list[str]] = {}
     for size, viewport in SIZES.items():
         for scheme in ("light", "dark"):
             context = await browser.new_context(viewport=viewport, color_scheme=scheme)  # type: ignore[arg-type]
@@ -118,12 +138,15 @@ async def shoot(browser: Browser, base: str, token: str, paths: dict[str, str]) 
             for name, path in paths.items():
                 await page.goto(base + path)
                 await page.screenshot(path=SHOTS / f"{name}-{size}-{scheme}.png", full_page=True)
+                if size == "phone" and (found := await page.evaluate(OFF_SCREEN)):
+                    off_screen[name] = found
                 if (name, size, scheme) == ("jobs", "desktop", "light") and os.environ.get(
                     "WHEEL_UPDATE_SCREENSHOTS"
                 ) == "1":
                     _made(README_SHOT.parent)
                     await page.screenshot(path=README_SHOT)
             await context.close()
+    assert not off_screen, f"off-screen at {SIZES['phone']['width']} px: {off_screen}"
 
 
 async def test_a_tenant_watches_acts_and_explains_in_the_browser(
@@ -178,7 +201,7 @@ async def test_a_tenant_watches_acts_and_explains_in_the_browser(
     await row.get_by_role("button", name="Trigger").click()
     await expect(page).to_have_url(re.compile(r"/runs/"))
     async with asyncio.timeout(30):
-        while "SUCCEEDED" not in await page.locator(".verdict").inner_text():
+        while "Succeeded" not in await page.locator(".verdict").inner_text():
             await asyncio.sleep(0.2)  # the run happens on the executor: reload until done
             await page.reload()
     await expect(page.locator(".timeline")).to_contain_text("succeeded")
@@ -193,7 +216,7 @@ async def test_a_tenant_watches_acts_and_explains_in_the_browser(
 
     # A dead run's explain, then retry it from the queue.
     await page.goto(f"{base}/runs/{dead.id}")
-    await expect(page.locator(".verdict")).to_contain_text("DEAD")
+    await expect(page.locator(".verdict")).to_contain_text("Failed after 1 attempt")
     await expect(page.locator(".verdict")).to_contain_text("upstream refused the connection")
     await page.goto(f"{base}/queue")
     queued = page.locator("tr", has_text="flaky-sync")

@@ -47,7 +47,8 @@ async def test_no_webhook_means_no_notification_and_a_retry_notifies_again(store
     (claim,) = await store.occurrences.claim([key], epochs, lease_s=30)
     await store.occurrences.record_results([AttemptResult(key, claim.fence, Outcome.FAILED)])
     taken = await store.outbox.claim("node-a", limit=10, lease_s=30)
-    assert [(d.key, d.status, d.attempt) for d in taken] == [(key, S.DEAD, 1), (key, S.DEAD, 2)]
+    # Each try's death, with that try's attempts (a retry starts a new try).
+    assert [(d.key, d.status, d.attempt) for d in taken] == [(key, S.DEAD, 1), (key, S.DEAD, 1)]
 
 
 async def test_a_jobs_own_url_wins_and_notifies_without_a_tenant_webhook(store: Store) -> None:

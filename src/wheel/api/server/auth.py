@@ -5,12 +5,16 @@ the token's SHA-256 (`wheel.store.tenants`) and cached for a few seconds, so
 a busy client costs one lookup per token per TTL; a revoked token stops
 working within that TTL. Unknown tokens are not cached (a client retrying
 with a fresh token is not refused for the TTL).
+
+Inside a call, `caller_token()` is the calling token's hash: what a handler
+that records who acted (a retry's "retried by <token name>") looks the name up by.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from typing import Generic, Protocol, TypeVar
 
 from wheel.errors import PermissionDenied, Unauthenticated
@@ -21,6 +25,13 @@ from wheel.store.tenants import token_hash
 _SCHEME = "bearer "
 _MAX_CACHED = 10_000
 V = TypeVar("V")
+_CALLER: ContextVar[bytes | None] = ContextVar("wheel_api_caller_token", default=None)
+
+
+def caller_token() -> bytes | None:
+    """The SHA-256 of the token the current call was authenticated with; None outside a
+    call (each call runs in its own task, so one call never sees another's)."""
+    return _CALLER.get()
 
 
 class TokenLookup(Protocol):
@@ -74,12 +85,14 @@ class Authenticator:
         digest = token_hash(token)
         cached = self._cache.get(digest)
         if cached is not None:
+            _CALLER.set(digest)
             return cached
         tenant = await self._tokens.authenticate(token)
         if tenant is None:
             self._cache.drop(digest)
             raise Unauthenticated("the token is unknown or revoked")
         self._cache.put(digest, tenant)
+        _CALLER.set(digest)
         return tenant
 
 

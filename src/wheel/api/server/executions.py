@@ -5,6 +5,7 @@ from __future__ import annotations
 from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.api import convert
+from wheel.api.server.auth import caller_token
 from wheel.api.server.explain import Explainer
 from wheel.api.server.job_refs import resolve
 from wheel.api.server.rpc import Rpc, Service
@@ -96,7 +97,8 @@ class ExecutionsApi:
 
     async def retry(self, request: api.ExecutionRef, tenant: TenantId) -> pb.Execution:
         key = convert.execution_key(request.id)
-        return convert.execution_to(await self._store.executions.retry(tenant, key))
+        retried = await self._store.executions.retry(tenant, key, by_token=caller_token())
+        return convert.execution_to(retried)
 
     async def cancel(self, request: api.ExecutionRef, tenant: TenantId) -> pb.Execution:
         key = convert.execution_key(request.id)

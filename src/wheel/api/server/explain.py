@@ -28,7 +28,7 @@ from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout, decode
 from wheel.durations import readable
 from wheel.errors import NotFound, first_line
-from wheel.model.executions import Execution, ExecutionStatus, Trigger
+from wheel.model.executions import Execution, ExecutionStatus, Trigger, ordinal
 from wheel.model.http_tasks import HTTP_POOL, is_http_task_type
 from wheel.model.ids import ExecutionKey, TenantId
 from wheel.model.jobs import Job, JobStatus, OverlapPolicy, ScheduleKind
@@ -54,6 +54,11 @@ _CLAIMING = timedelta(seconds=_JUST_DUE_S)
 
 def _when(instant: datetime) -> str:
     return instant.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _of_try(tries: int) -> str:
+    """ " of its second try" once a person retried the run; "" for its first."""
+    return f" of its {ordinal(tries)} try" if tries > 1 else ""
 
 
 class Explainer:
@@ -89,7 +94,7 @@ class Explainer:
             result.execution.CopyFrom(convert.execution_to(execution))
             for delivery in await self._store.outbox.of_run(tenant, key):
                 _notified(result, delivery)
-            self._path(result, execution)
+            self._path(result, execution, job.spec.policies.max_attempts)
             verdict, summary = await self._state(result, job, execution)
         result.verdict = verdict
         result.summary = summary
@@ -97,23 +102,41 @@ class Explainer:
 
     # -- an occurrence with a row ------------------------------------------------------------
 
-    def _path(self, result: api.Explanation, execution: Execution) -> None:
+    def _path(self, result: api.Explanation, execution: Execution, max_attempts: int) -> None:
         made = _MADE[execution.trigger]
+        # fire_at moves with a backoff or a person's retry: once it has, the made step
+        # names the run's instant, not the later time as if it were made to fire then.
+        moved = execution.attempt > 0 or execution.retries
+        to_fire = (
+            f"for {_when(execution.key.scheduled_for)}"
+            if moved
+            else f"to fire at {_when(execution.fire_at)}"
+        )
         _step(
             result,
             execution.created_at,
             made,
-            f"from job version {execution.job_version}, to fire at {_when(execution.fire_at)}",
+            f"from job version {execution.job_version}, {to_fire}",
         )
+        starts = [0] + [r.after_attempt for r in execution.retries]
+        for tried, retry in enumerate(execution.retries, start=2):
+            _step(
+                result,
+                retry.at,
+                "retried",
+                f"by {retry.by} at {_when(retry.at)}: its {ordinal(tried)} try, "
+                f"with the job's {max_attempts} attempts",
+            )
         for attempt in execution.attempts:
             where = f"on executor {attempt.executor_id}" if attempt.executor_id else "unassigned"
             detail = f"fence {attempt.fence}, {where}: {attempt.outcome.value}"
             if attempt.error:
                 detail += f" ({first_line(attempt.error)})"
+            tries = sum(1 for start in starts if attempt.number > start) or 1
             _step(
                 result,
                 attempt.started_at or attempt.finished_at,
-                f"attempt {attempt.number}",
+                f"attempt {attempt.number - starts[tries - 1]}{_of_try(tries)}",
                 detail,
             )
         if execution.dispatched_at is not None and execution.status in (
@@ -126,7 +149,8 @@ class Explainer:
                 result,
                 execution.dispatched_at,
                 "claimed",
-                f"fired by {node}, fence {execution.fence} (attempt {execution.attempt})",
+                f"fired by {node}, fence {execution.fence} "
+                f"(attempt {execution.try_attempt}{_of_try(execution.tries)})",
             )
             if execution.executor_id and execution.status is not ExecutionStatus.SUCCEEDED:
                 _step(
@@ -155,8 +179,9 @@ class Explainer:
     ) -> tuple[api.Explanation.Verdict, str]:
         status = execution.status
         reason = execution.reason or ""
+        attempt, tries = execution.try_attempt, execution.tries
         if status is ExecutionStatus.SUCCEEDED:
-            return V.SUCCEEDED, f"ran and succeeded on attempt {execution.attempt}"
+            return V.SUCCEEDED, f"ran and succeeded on attempt {attempt}{_of_try(tries)}"
         if status in (ExecutionStatus.DISPATCHED, ExecutionStatus.RUNNING):
             where = execution.executor_id or "an executor"
             return V.IN_FLIGHT, (
@@ -164,7 +189,7 @@ class Explainer:
                 f"fence {execution.fence}; its lease runs to "
                 f"{_when(execution.lease_until or execution.fire_at)}"
             )
-        said = settled(status, attempt=execution.attempt, error=execution.error, reason=reason)
+        said = settled(status, attempt=attempt, error=execution.error, reason=reason, tries=tries)
         if status is ExecutionStatus.DEAD:
             return V.DEAD, said or ""
         if status is ExecutionStatus.NEEDS_REVIEW:
@@ -214,10 +239,11 @@ class Explainer:
         if job.status is JobStatus.PAUSED:
             return V.PAUSED, "its job is paused: it runs (or the misfire policy decides) on resume"
         if execution.fire_at > now:
-            if execution.attempt > 0:
+            if execution.try_attempt > 0:
+                attempt, of_try = execution.try_attempt, _of_try(execution.tries)
                 return V.WAITING, (
-                    f"attempt {execution.attempt} failed ({first_line(execution.error)}); "
-                    f"retry {execution.attempt + 1} fires at {_when(execution.fire_at)}"
+                    f"attempt {attempt}{of_try} failed ({first_line(execution.error)}); "
+                    f"attempt {attempt + 1} fires at {_when(execution.fire_at)}"
                 )
             return V.WAITING, f"fires at {_when(execution.fire_at)}"
         if (

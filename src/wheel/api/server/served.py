@@ -30,6 +30,10 @@ class ExecutorOnNode:
     capacity: int
     credit: Mapping[str, int]
     since: str
+    slots: Mapping[str, int] = field(default_factory=dict)
+    """Handlers it runs at once, by pool, as its Hello said (empty: it did not say)."""
+    hold: int = 0
+    """Credit per pool beyond its slots: runs held until their instant."""
     in_flight: int = 0
     """Runs that node dispatched to it and has not seen finish."""
     held_back_since: str = ""
@@ -103,6 +107,8 @@ def _executors(node_id: str, document: Mapping[str, Any]) -> list[ExecutorOnNode
                 credit={str(k): int(v) for k, v in dict(doc.get("credit", {})).items()},
                 since=str(doc.get("since", "")),
                 in_flight=int(doc.get("in_flight", 0)),
+                slots={str(k): int(v) for k, v in dict(doc.get("slots", {})).items()},
+                hold=int(doc.get("hold", 0)),
                 held_back_since=str(doc.get("held_back_since", "")),
                 probes=int(doc.get("probes", 0)),
             )

@@ -12,6 +12,17 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class NodeState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    NODE_STATE_UNSPECIFIED: _ClassVar[NodeState]
+    NODE_STATE_LIVE: _ClassVar[NodeState]
+    NODE_STATE_LOST: _ClassVar[NodeState]
+    NODE_STATE_LEFT: _ClassVar[NodeState]
+NODE_STATE_UNSPECIFIED: NodeState
+NODE_STATE_LIVE: NodeState
+NODE_STATE_LOST: NodeState
+NODE_STATE_LEFT: NodeState
+
 class CreateJobRequest(_message.Message):
     __slots__ = ("name", "task_type", "payload", "schedule", "policies", "preview", "job_id", "http")
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -262,37 +273,59 @@ class ListNodesRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class PartitionTakeover(_message.Message):
+    __slots__ = ("partition", "node_id")
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    partition: int
+    node_id: str
+    def __init__(self, partition: _Optional[int] = ..., node_id: _Optional[str] = ...) -> None: ...
+
 class Node(_message.Message):
-    __slots__ = ("node_id", "address", "partitions", "durability")
+    __slots__ = ("node_id", "address", "partitions", "durability", "state", "gone_at", "taken", "since")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     DURABILITY_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    GONE_AT_FIELD_NUMBER: _ClassVar[int]
+    TAKEN_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     address: str
     partitions: int
     durability: str
-    def __init__(self, node_id: _Optional[str] = ..., address: _Optional[str] = ..., partitions: _Optional[int] = ..., durability: _Optional[str] = ...) -> None: ...
+    state: NodeState
+    gone_at: _timestamp_pb2.Timestamp
+    taken: _containers.RepeatedCompositeFieldContainer[PartitionTakeover]
+    since: _timestamp_pb2.Timestamp
+    def __init__(self, node_id: _Optional[str] = ..., address: _Optional[str] = ..., partitions: _Optional[int] = ..., durability: _Optional[str] = ..., state: _Optional[_Union[NodeState, str]] = ..., gone_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., taken: _Optional[_Iterable[_Union[PartitionTakeover, _Mapping]]] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ListNodesResponse(_message.Message):
-    __slots__ = ("nodes",)
+    __slots__ = ("nodes", "departed", "expected")
     NODES_FIELD_NUMBER: _ClassVar[int]
+    DEPARTED_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_FIELD_NUMBER: _ClassVar[int]
     nodes: _containers.RepeatedCompositeFieldContainer[Node]
-    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ...) -> None: ...
+    departed: _containers.RepeatedCompositeFieldContainer[Node]
+    expected: int
+    def __init__(self, nodes: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., departed: _Optional[_Iterable[_Union[Node, _Mapping]]] = ..., expected: _Optional[int] = ...) -> None: ...
 
 class ListPartitionsRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class PartitionOwner(_message.Message):
-    __slots__ = ("partition", "node_id", "epoch")
+    __slots__ = ("partition", "node_id", "epoch", "since")
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
     partition: int
     node_id: str
     epoch: int
-    def __init__(self, partition: _Optional[int] = ..., node_id: _Optional[str] = ..., epoch: _Optional[int] = ...) -> None: ...
+    since: _timestamp_pb2.Timestamp
+    def __init__(self, partition: _Optional[int] = ..., node_id: _Optional[str] = ..., epoch: _Optional[int] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ListPartitionsResponse(_message.Message):
     __slots__ = ("partitions",)
@@ -319,8 +352,15 @@ class ExecutorInfo(_message.Message):
     def __init__(self, executor_id: _Optional[str] = ..., pools: _Optional[_Iterable[str]] = ..., task_types: _Optional[_Iterable[str]] = ..., capacity: _Optional[int] = ..., links: _Optional[_Iterable[_Union[ExecutorLink, _Mapping]]] = ...) -> None: ...
 
 class ExecutorLink(_message.Message):
-    __slots__ = ("node_id", "credit", "in_flight", "connected_at")
+    __slots__ = ("node_id", "credit", "in_flight", "connected_at", "slots", "hold")
     class CreditEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
+    class SlotsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
@@ -331,11 +371,15 @@ class ExecutorLink(_message.Message):
     CREDIT_FIELD_NUMBER: _ClassVar[int]
     IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
     CONNECTED_AT_FIELD_NUMBER: _ClassVar[int]
+    SLOTS_FIELD_NUMBER: _ClassVar[int]
+    HOLD_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     credit: _containers.ScalarMap[str, int]
     in_flight: int
     connected_at: _timestamp_pb2.Timestamp
-    def __init__(self, node_id: _Optional[str] = ..., credit: _Optional[_Mapping[str, int]] = ..., in_flight: _Optional[int] = ..., connected_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    slots: _containers.ScalarMap[str, int]
+    hold: int
+    def __init__(self, node_id: _Optional[str] = ..., credit: _Optional[_Mapping[str, int]] = ..., in_flight: _Optional[int] = ..., connected_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., slots: _Optional[_Mapping[str, int]] = ..., hold: _Optional[int] = ...) -> None: ...
 
 class ListExecutorsResponse(_message.Message):
     __slots__ = ("executors",)

@@ -605,7 +605,8 @@ class ExecutionsServicer:
         raise NotImplementedError('Method not implemented!')
 
     def RetryExecution(self, request, context):
-        """A DEAD or NEEDS_REVIEW execution goes back to PENDING for one more try.
+        """A DEAD or NEEDS_REVIEW execution goes back to PENDING for a new try with the job's
+        full attempts; its retries record when and the calling token's name.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -197,7 +197,9 @@ class ExecutionsStub:
     ExplainExecution: _grpc.UnaryUnaryMultiCallable[_api_pb2.ExplainExecutionRequest, _api_pb2.Explanation]
     """The path of one occurrence, or why it did not run."""
     RetryExecution: _grpc.UnaryUnaryMultiCallable[_api_pb2.ExecutionRef, _common_pb2.Execution]
-    """A DEAD or NEEDS_REVIEW execution goes back to PENDING for one more try."""
+    """A DEAD or NEEDS_REVIEW execution goes back to PENDING for a new try with the job's
+    full attempts; its retries record when and the calling token's name.
+    """
     CancelExecution: _grpc.UnaryUnaryMultiCallable[_api_pb2.ExecutionRef, _common_pb2.Execution]
     """A PENDING execution will not run. Cancelling a cancelled one is harmless."""
 
@@ -211,7 +213,9 @@ class ExecutionsAsyncStub(ExecutionsStub):
     ExplainExecution: _aio.UnaryUnaryMultiCallable[_api_pb2.ExplainExecutionRequest, _api_pb2.Explanation]  # type: ignore[assignment]
     """The path of one occurrence, or why it did not run."""
     RetryExecution: _aio.UnaryUnaryMultiCallable[_api_pb2.ExecutionRef, _common_pb2.Execution]  # type: ignore[assignment]
-    """A DEAD or NEEDS_REVIEW execution goes back to PENDING for one more try."""
+    """A DEAD or NEEDS_REVIEW execution goes back to PENDING for a new try with the job's
+    full attempts; its retries record when and the calling token's name.
+    """
     CancelExecution: _aio.UnaryUnaryMultiCallable[_api_pb2.ExecutionRef, _common_pb2.Execution]  # type: ignore[assignment]
     """A PENDING execution will not run. Cancelling a cancelled one is harmless."""
 
@@ -246,7 +250,9 @@ class ExecutionsServicer(metaclass=_abc_1.ABCMeta):
         request: _api_pb2.ExecutionRef,
         context: _ServicerContext,
     ) -> _typing.Union[_common_pb2.Execution, _abc.Awaitable[_common_pb2.Execution]]:
-        """A DEAD or NEEDS_REVIEW execution goes back to PENDING for one more try."""
+        """A DEAD or NEEDS_REVIEW execution goes back to PENDING for a new try with the job's
+        full attempts; its retries record when and the calling token's name.
+        """
 
     @_abc_1.abstractmethod
     def CancelExecution(

@@ -226,8 +226,18 @@ class Attempt(_message.Message):
     error: str
     def __init__(self, number: _Optional[int] = ..., executor_id: _Optional[str] = ..., fence: _Optional[int] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., outcome: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
 
+class Retry(_message.Message):
+    __slots__ = ("at", "by", "after_attempt")
+    AT_FIELD_NUMBER: _ClassVar[int]
+    BY_FIELD_NUMBER: _ClassVar[int]
+    AFTER_ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    at: _timestamp_pb2.Timestamp
+    by: str
+    after_attempt: int
+    def __init__(self, at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., by: _Optional[str] = ..., after_attempt: _Optional[int] = ...) -> None: ...
+
 class Execution(_message.Message):
-    __slots__ = ("id", "job_id", "job_version", "scheduled_for", "fire_at", "status", "reason", "attempt", "fence", "attempts", "trigger", "error", "created_at", "started_at", "finished_at", "executor_id", "priority")
+    __slots__ = ("id", "job_id", "job_version", "scheduled_for", "fire_at", "status", "reason", "attempt", "fence", "attempts", "trigger", "error", "created_at", "started_at", "finished_at", "executor_id", "priority", "retries")
     ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -245,6 +255,7 @@ class Execution(_message.Message):
     FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
     EXECUTOR_ID_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    RETRIES_FIELD_NUMBER: _ClassVar[int]
     id: str
     job_id: str
     job_version: int
@@ -262,7 +273,8 @@ class Execution(_message.Message):
     finished_at: _timestamp_pb2.Timestamp
     executor_id: str
     priority: int
-    def __init__(self, id: _Optional[str] = ..., job_id: _Optional[str] = ..., job_version: _Optional[int] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fire_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[ExecutionStatus, str]] = ..., reason: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., trigger: _Optional[str] = ..., error: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., executor_id: _Optional[str] = ..., priority: _Optional[int] = ...) -> None: ...
+    retries: _containers.RepeatedCompositeFieldContainer[Retry]
+    def __init__(self, id: _Optional[str] = ..., job_id: _Optional[str] = ..., job_version: _Optional[int] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fire_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[ExecutionStatus, str]] = ..., reason: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., trigger: _Optional[str] = ..., error: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., executor_id: _Optional[str] = ..., priority: _Optional[int] = ..., retries: _Optional[_Iterable[_Union[Retry, _Mapping]]] = ...) -> None: ...
 
 class NextRun(_message.Message):
     __slots__ = ("instant", "wall_time", "time_zone", "note")

@@ -26,13 +26,15 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17wheel/v1/executor.proto\x12\x08wheel.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9f\x02\n\x0f\x45xecutorMessage\x12 \n\x05hello\x18\x01 \x01(\x0b\x32\x0f.wheel.v1.HelloH\x00\x12\"\n\x06\x63redit\x18\x02 \x01(\x0b\x32\x10.wheel.v1.CreditH\x00\x12(\n\theartbeat\x18\x03 \x01(\x0b\x32\x13.wheel.v1.HeartbeatH\x00\x12\"\n\x06result\x18\x04 \x01(\x0b\x32\x10.wheel.v1.ResultH\x00\x12$\n\x07results\x18\x05 \x01(\x0b\x32\x11.wheel.v1.ResultsH\x00\x12*\n\nheartbeats\x18\x06 \x01(\x0b\x32\x14.wheel.v1.HeartbeatsH\x00\x12\x1e\n\x04pong\x18\x07 \x01(\x0b\x32\x0e.wheel.v1.PongH\x00\x42\x06\n\x04\x62ody\"\xf4\x02\n\x10SchedulerMessage\x12$\n\x07welcome\x18\x01 \x01(\x0b\x32\x11.wheel.v1.WelcomeH\x00\x12&\n\x08\x64ispatch\x18\x02 \x01(\x0b\x32\x12.wheel.v1.DispatchH\x00\x12+\n\x06\x63\x61ncel\x18\x03 \x01(\x0b\x32\x19.wheel.v1.CancelExecutionH\x00\x12+\n\x0bstale_fence\x18\x04 \x01(\x0b\x32\x14.wheel.v1.StaleFenceH\x00\x12,\n\x08\x61\x63\x63\x65pted\x18\x05 \x01(\x0b\x32\x18.wheel.v1.ResultAcceptedH\x00\x12*\n\ndispatches\x18\x06 \x01(\x0b\x32\x14.wheel.v1.DispatchesH\x00\x12\x36\n\x10\x61\x63knowledgements\x18\x07 \x01(\x0b\x32\x1a.wheel.v1.AcknowledgementsH\x00\x12\x1e\n\x04ping\x18\x08 \x01(\x0b\x32\x0e.wheel.v1.PingH\x00\x42\x06\n\x04\x62ody\"\x15\n\x04Ping\x12\r\n\x05nonce\x18\x01 \x01(\x04\"\x15\n\x04Pong\x12\r\n\x05nonce\x18\x01 \x01(\x04\"4\n\nDispatches\x12&\n\ndispatches\x18\x01 \x03(\x0b\x32\x12.wheel.v1.Dispatch\",\n\x07Results\x12!\n\x07results\x18\x01 \x03(\x0b\x32\x10.wheel.v1.Result\"5\n\nHeartbeats\x12\'\n\nheartbeats\x18\x01 \x03(\x0b\x32\x13.wheel.v1.Heartbeat\"c\n\x10\x41\x63knowledgements\x12*\n\x08\x61\x63\x63\x65pted\x18\x01 \x03(\x0b\x32\x18.wheel.v1.ResultAccepted\x12#\n\x05stale\x18\x02 \x03(\x0b\x32\x14.wheel.v1.StaleFence\"f\n\x05Hello\x12\x13\n\x0b\x65xecutor_id\x18\x01 \x01(\t\x12\r\n\x05pools\x18\x02 \x03(\t\x12\x12\n\ntask_types\x18\x03 \x03(\t\x12\x10\n\x08\x63\x61pacity\x18\x04 \x01(\r\x12\x13\n\x0binstance_id\x18\x05 \x01(\t\"9\n\x07Welcome\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x1d\n\x15heartbeat_interval_ms\x18\x02 \x01(\r\"%\n\x06\x43redit\x12\x0c\n\x04pool\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\r\"\xd7\x02\n\x08\x44ispatch\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x11\n\ttask_type\x18\x03 \x01(\t\x12\x0c\n\x04pool\x18\x04 \x01(\t\x12\x0f\n\x07payload\x18\x05 \x01(\x0c\x12\x0f\n\x07\x61ttempt\x18\x06 \x01(\r\x12\r\n\x05\x66\x65nce\x18\x07 \x01(\x04\x12\x31\n\rscheduled_for\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08start_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x64\x65\x61\x64line\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0blease_until\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0btraceparent\x18\x0c \x01(\t\"0\n\tHeartbeat\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\"\xb0\x02\n\x06Result\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\x12)\n\x07outcome\x18\x03 \x01(\x0e\x32\x18.wheel.v1.Result.Outcome\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12.\n\nstarted_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"f\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x15\n\x11OUTCOME_SUCCEEDED\x10\x01\x12\x12\n\x0eOUTCOME_FAILED\x10\x02\x12\x17\n\x13OUTCOME_NOT_STARTED\x10\x03\"F\n\x0f\x43\x61ncelExecution\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\x12\x0e\n\x06reason\x18\x03 \x01(\t\"X\n\nStaleFence\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\x12\x15\n\rcurrent_fence\x18\x03 \x01(\x04\x12\x0e\n\x06reason\x18\x04 \x01(\t\"5\n\x0eResultAccepted\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\"\x15\n\x13WatchClusterRequest\"/\n\x0b\x43lusterNode\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\"V\n\nClusterMap\x12$\n\x05nodes\x18\x01 \x03(\x0b\x32\x15.wheel.v1.ClusterNode\x12\x12\n\npartitions\x18\x02 \x01(\r\x12\x0e\n\x06owners\x18\x03 \x03(\t2\x9d\x01\n\x0e\x45xecutorStream\x12\x44\n\x07\x43onnect\x12\x19.wheel.v1.ExecutorMessage\x1a\x1a.wheel.v1.SchedulerMessage(\x01\x30\x01\x12\x45\n\x0cWatchCluster\x12\x1d.wheel.v1.WatchClusterRequest\x1a\x14.wheel.v1.ClusterMap0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17wheel/v1/executor.proto\x12\x08wheel.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9f\x02\n\x0f\x45xecutorMessage\x12 \n\x05hello\x18\x01 \x01(\x0b\x32\x0f.wheel.v1.HelloH\x00\x12\"\n\x06\x63redit\x18\x02 \x01(\x0b\x32\x10.wheel.v1.CreditH\x00\x12(\n\theartbeat\x18\x03 \x01(\x0b\x32\x13.wheel.v1.HeartbeatH\x00\x12\"\n\x06result\x18\x04 \x01(\x0b\x32\x10.wheel.v1.ResultH\x00\x12$\n\x07results\x18\x05 \x01(\x0b\x32\x11.wheel.v1.ResultsH\x00\x12*\n\nheartbeats\x18\x06 \x01(\x0b\x32\x14.wheel.v1.HeartbeatsH\x00\x12\x1e\n\x04pong\x18\x07 \x01(\x0b\x32\x0e.wheel.v1.PongH\x00\x42\x06\n\x04\x62ody\"\xf4\x02\n\x10SchedulerMessage\x12$\n\x07welcome\x18\x01 \x01(\x0b\x32\x11.wheel.v1.WelcomeH\x00\x12&\n\x08\x64ispatch\x18\x02 \x01(\x0b\x32\x12.wheel.v1.DispatchH\x00\x12+\n\x06\x63\x61ncel\x18\x03 \x01(\x0b\x32\x19.wheel.v1.CancelExecutionH\x00\x12+\n\x0bstale_fence\x18\x04 \x01(\x0b\x32\x14.wheel.v1.StaleFenceH\x00\x12,\n\x08\x61\x63\x63\x65pted\x18\x05 \x01(\x0b\x32\x18.wheel.v1.ResultAcceptedH\x00\x12*\n\ndispatches\x18\x06 \x01(\x0b\x32\x14.wheel.v1.DispatchesH\x00\x12\x36\n\x10\x61\x63knowledgements\x18\x07 \x01(\x0b\x32\x1a.wheel.v1.AcknowledgementsH\x00\x12\x1e\n\x04ping\x18\x08 \x01(\x0b\x32\x0e.wheel.v1.PingH\x00\x42\x06\n\x04\x62ody\"\x15\n\x04Ping\x12\r\n\x05nonce\x18\x01 \x01(\x04\"\x15\n\x04Pong\x12\r\n\x05nonce\x18\x01 \x01(\x04\"4\n\nDispatches\x12&\n\ndispatches\x18\x01 \x03(\x0b\x32\x12.wheel.v1.Dispatch\",\n\x07Results\x12!\n\x07results\x18\x01 \x03(\x0b\x32\x10.wheel.v1.Result\"5\n\nHeartbeats\x12\'\n\nheartbeats\x18\x01 \x03(\x0b\x32\x13.wheel.v1.Heartbeat\"c\n\x10\x41\x63knowledgements\x12*\n\x08\x61\x63\x63\x65pted\x18\x01 \x03(\x0b\x32\x18.wheel.v1.ResultAccepted\x12#\n\x05stale\x18\x02 \x03(\x0b\x32\x14.wheel.v1.StaleFence\"\xcd\x01\n\x05Hello\x12\x13\n\x0b\x65xecutor_id\x18\x01 \x01(\t\x12\r\n\x05pools\x18\x02 \x03(\t\x12\x12\n\ntask_types\x18\x03 \x03(\t\x12\x10\n\x08\x63\x61pacity\x18\x04 \x01(\r\x12\x13\n\x0binstance_id\x18\x05 \x01(\t\x12)\n\x05slots\x18( \x03(\x0b\x32\x1a.wheel.v1.Hello.SlotsEntry\x12\x0c\n\x04hold\x18) \x01(\r\x1a,\n\nSlotsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\r:\x02\x38\x01\"9\n\x07Welcome\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x1d\n\x15heartbeat_interval_ms\x18\x02 \x01(\r\"%\n\x06\x43redit\x12\x0c\n\x04pool\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\r\"\xd7\x02\n\x08\x44ispatch\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x11\n\ttask_type\x18\x03 \x01(\t\x12\x0c\n\x04pool\x18\x04 \x01(\t\x12\x0f\n\x07payload\x18\x05 \x01(\x0c\x12\x0f\n\x07\x61ttempt\x18\x06 \x01(\r\x12\r\n\x05\x66\x65nce\x18\x07 \x01(\x04\x12\x31\n\rscheduled_for\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08start_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\x08\x64\x65\x61\x64line\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0blease_until\x18\x0b \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0btraceparent\x18\x0c \x01(\t\"0\n\tHeartbeat\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\"\xb0\x02\n\x06Result\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\x12)\n\x07outcome\x18\x03 \x01(\x0e\x32\x18.wheel.v1.Result.Outcome\x12\r\n\x05\x65rror\x18\x04 \x01(\t\x12.\n\nstarted_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"f\n\x07Outcome\x12\x17\n\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x15\n\x11OUTCOME_SUCCEEDED\x10\x01\x12\x12\n\x0eOUTCOME_FAILED\x10\x02\x12\x17\n\x13OUTCOME_NOT_STARTED\x10\x03\"F\n\x0f\x43\x61ncelExecution\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\x12\x0e\n\x06reason\x18\x03 \x01(\t\"X\n\nStaleFence\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\x12\x15\n\rcurrent_fence\x18\x03 \x01(\x04\x12\x0e\n\x06reason\x18\x04 \x01(\t\"5\n\x0eResultAccepted\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\"\x15\n\x13WatchClusterRequest\"/\n\x0b\x43lusterNode\x12\x0f\n\x07node_id\x18\x01 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x02 \x01(\t\"V\n\nClusterMap\x12$\n\x05nodes\x18\x01 \x03(\x0b\x32\x15.wheel.v1.ClusterNode\x12\x12\n\npartitions\x18\x02 \x01(\r\x12\x0e\n\x06owners\x18\x03 \x03(\t2\x9d\x01\n\x0e\x45xecutorStream\x12\x44\n\x07\x43onnect\x12\x19.wheel.v1.ExecutorMessage\x1a\x1a.wheel.v1.SchedulerMessage(\x01\x30\x01\x12\x45\n\x0cWatchCluster\x12\x1d.wheel.v1.WatchClusterRequest\x1a\x14.wheel.v1.ClusterMap0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'wheel.v1.executor_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_HELLO_SLOTSENTRY']._loaded_options = None
+  _globals['_HELLO_SLOTSENTRY']._serialized_options = b'8\001'
   _globals['_EXECUTORMESSAGE']._serialized_start=71
   _globals['_EXECUTORMESSAGE']._serialized_end=358
   _globals['_SCHEDULERMESSAGE']._serialized_start=361
@@ -49,32 +51,34 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_HEARTBEATS']._serialized_end=934
   _globals['_ACKNOWLEDGEMENTS']._serialized_start=936
   _globals['_ACKNOWLEDGEMENTS']._serialized_end=1035
-  _globals['_HELLO']._serialized_start=1037
-  _globals['_HELLO']._serialized_end=1139
-  _globals['_WELCOME']._serialized_start=1141
-  _globals['_WELCOME']._serialized_end=1198
-  _globals['_CREDIT']._serialized_start=1200
-  _globals['_CREDIT']._serialized_end=1237
-  _globals['_DISPATCH']._serialized_start=1240
-  _globals['_DISPATCH']._serialized_end=1583
-  _globals['_HEARTBEAT']._serialized_start=1585
-  _globals['_HEARTBEAT']._serialized_end=1633
-  _globals['_RESULT']._serialized_start=1636
-  _globals['_RESULT']._serialized_end=1940
-  _globals['_RESULT_OUTCOME']._serialized_start=1838
-  _globals['_RESULT_OUTCOME']._serialized_end=1940
-  _globals['_CANCELEXECUTION']._serialized_start=1942
-  _globals['_CANCELEXECUTION']._serialized_end=2012
-  _globals['_STALEFENCE']._serialized_start=2014
-  _globals['_STALEFENCE']._serialized_end=2102
-  _globals['_RESULTACCEPTED']._serialized_start=2104
-  _globals['_RESULTACCEPTED']._serialized_end=2157
-  _globals['_WATCHCLUSTERREQUEST']._serialized_start=2159
-  _globals['_WATCHCLUSTERREQUEST']._serialized_end=2180
-  _globals['_CLUSTERNODE']._serialized_start=2182
-  _globals['_CLUSTERNODE']._serialized_end=2229
-  _globals['_CLUSTERMAP']._serialized_start=2231
-  _globals['_CLUSTERMAP']._serialized_end=2317
-  _globals['_EXECUTORSTREAM']._serialized_start=2320
-  _globals['_EXECUTORSTREAM']._serialized_end=2477
+  _globals['_HELLO']._serialized_start=1038
+  _globals['_HELLO']._serialized_end=1243
+  _globals['_HELLO_SLOTSENTRY']._serialized_start=1199
+  _globals['_HELLO_SLOTSENTRY']._serialized_end=1243
+  _globals['_WELCOME']._serialized_start=1245
+  _globals['_WELCOME']._serialized_end=1302
+  _globals['_CREDIT']._serialized_start=1304
+  _globals['_CREDIT']._serialized_end=1341
+  _globals['_DISPATCH']._serialized_start=1344
+  _globals['_DISPATCH']._serialized_end=1687
+  _globals['_HEARTBEAT']._serialized_start=1689
+  _globals['_HEARTBEAT']._serialized_end=1737
+  _globals['_RESULT']._serialized_start=1740
+  _globals['_RESULT']._serialized_end=2044
+  _globals['_RESULT_OUTCOME']._serialized_start=1942
+  _globals['_RESULT_OUTCOME']._serialized_end=2044
+  _globals['_CANCELEXECUTION']._serialized_start=2046
+  _globals['_CANCELEXECUTION']._serialized_end=2116
+  _globals['_STALEFENCE']._serialized_start=2118
+  _globals['_STALEFENCE']._serialized_end=2206
+  _globals['_RESULTACCEPTED']._serialized_start=2208
+  _globals['_RESULTACCEPTED']._serialized_end=2261
+  _globals['_WATCHCLUSTERREQUEST']._serialized_start=2263
+  _globals['_WATCHCLUSTERREQUEST']._serialized_end=2284
+  _globals['_CLUSTERNODE']._serialized_start=2286
+  _globals['_CLUSTERNODE']._serialized_end=2333
+  _globals['_CLUSTERMAP']._serialized_start=2335
+  _globals['_CLUSTERMAP']._serialized_end=2421
+  _globals['_EXECUTORSTREAM']._serialized_start=2424
+  _globals['_EXECUTORSTREAM']._serialized_end=2581
 # @@protoc_insertion_point(module_scope)

@@ -88,18 +88,29 @@ class Acknowledgements(_message.Message):
     def __init__(self, accepted: _Optional[_Iterable[_Union[ResultAccepted, _Mapping]]] = ..., stale: _Optional[_Iterable[_Union[StaleFence, _Mapping]]] = ...) -> None: ...
 
 class Hello(_message.Message):
-    __slots__ = ("executor_id", "pools", "task_types", "capacity", "instance_id")
+    __slots__ = ("executor_id", "pools", "task_types", "capacity", "instance_id", "slots", "hold")
+    class SlotsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     EXECUTOR_ID_FIELD_NUMBER: _ClassVar[int]
     POOLS_FIELD_NUMBER: _ClassVar[int]
     TASK_TYPES_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_FIELD_NUMBER: _ClassVar[int]
     INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    SLOTS_FIELD_NUMBER: _ClassVar[int]
+    HOLD_FIELD_NUMBER: _ClassVar[int]
     executor_id: str
     pools: _containers.RepeatedScalarFieldContainer[str]
     task_types: _containers.RepeatedScalarFieldContainer[str]
     capacity: int
     instance_id: str
-    def __init__(self, executor_id: _Optional[str] = ..., pools: _Optional[_Iterable[str]] = ..., task_types: _Optional[_Iterable[str]] = ..., capacity: _Optional[int] = ..., instance_id: _Optional[str] = ...) -> None: ...
+    slots: _containers.ScalarMap[str, int]
+    hold: int
+    def __init__(self, executor_id: _Optional[str] = ..., pools: _Optional[_Iterable[str]] = ..., task_types: _Optional[_Iterable[str]] = ..., capacity: _Optional[int] = ..., instance_id: _Optional[str] = ..., slots: _Optional[_Mapping[str, int]] = ..., hold: _Optional[int] = ...) -> None: ...
 
 class Welcome(_message.Message):
     __slots__ = ("node_id", "heartbeat_interval_ms")
