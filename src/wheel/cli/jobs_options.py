@@ -438,7 +438,7 @@ POLICIES = (
         help="--not-idempotent: an attempt that failed after it may have started goes to "
         "needs_review instead of being retried.",
     ),
-    click.option("--misfire", type=choice(MisfirePolicy), help="Runs missed while down."),
+    click.option("--misfire", type=choice(MisfirePolicy), help="Runs that waited past the grace."),
     click.option("--misfire-grace", type=DURATION, help="Later than this is a misfire (60s)."),
     click.option("--misfire-replay-cap", type=int, help="Most missed runs fire_all replays."),
     click.option("--overlap", type=choice(OverlapPolicy), help="A run due while one runs."),

@@ -86,9 +86,14 @@ class ClaimState(enum.StrEnum):
 
     CLAIMED = "claimed"
     SKIPPED = "skipped"
-    """Another run of the job was leased and its overlap policy is skip: recorded skipped."""
+    """Another run of the job was in flight at its instant and still is, and its overlap
+    policy is skip: recorded skipped, the reason naming that run."""
+    MISFIRED = "misfired"
+    """It waited past its job's misfire grace and the misfire policy skips it: recorded
+    skipped, the reason saying how long it waited."""
     BLOCKED = "blocked"
-    """Another run of the job was leased and its overlap policy is queue: left pending."""
+    """Another run of the job is in flight (policy queue, or handed over after this run's
+    instant: it goes after that one): left pending."""
     EARLY = "early"
     """It fires later than the claim allows (an edit or a retry moved it): left pending."""
     CAPPED = "capped"

@@ -69,6 +69,7 @@ class Aside:
         self._served_generation = -1
 
     def park(self, item: Ready) -> None:
+        item.waited = "while its task type's circuit breaker was open"
         self.parked[item.task_type].append(item)
 
     def unpark(self, now_s: float) -> None:
@@ -86,6 +87,7 @@ class Aside:
 
     def wait_for_room(self, item: Ready, now_s: float) -> None:
         """Hold a run whose tenant is at its cap."""
+        item.waited = "for room under its tenant's in-flight cap"
         self.capped.setdefault(item.tenant, []).append(item)
         if self.capped_retry_at_s is None:
             self.capped_retry_at_s = now_s + CAPPED_RETRY_S
@@ -105,6 +107,7 @@ class Aside:
 
     def set_unserved(self, item: Ready) -> None:
         """Hold a run no connected executor serves: unclaimed, pending, no attempt."""
+        item.waited = "for an executor"
         waiting = self.unserved.setdefault((item.pool, item.task_type), [])
         if not waiting:
             log.warning(

@@ -14,8 +14,10 @@ Contract:
 - A claim is one statement fenced by the owned partitions' epochs. Claimed
   runs are in flight from then and dispatched with `start_at` = their instant;
   the rest are answered: EARLY back to the wheel, CAPPED aside, BLOCKED
-  behind the job's running run, anything unanswered forgotten (paused, edited,
-  or no longer owned: it is still pending in Postgres).
+  behind the job's running run, SKIPPED and MISFIRED (recorded by the claim)
+  forgotten, anything unanswered forgotten (paused, edited, or no longer
+  owned: it is still pending in Postgres). Each run tells the claim what it
+  last waited for, which a misfire's reason repeats.
 - A claim that fails hands the credit back and the runs to the ready queues.
 - Nothing is claimed while the recorder is behind.
 """
@@ -62,7 +64,6 @@ DUE_WITHIN_MS = 1000
 instant, are not (a planned spike starts on time): the store's claim draws the same line."""
 RETRY_CLAIM_S = 0.2
 """After a failed claim, its runs wait this long before they go back to the ready queues."""
-_OVERLAP_SKIP_REASON = "overlap: one run was already queued behind a running one (policy queue)"
 
 
 class Claims:
@@ -158,6 +159,7 @@ class Claims:
                     if link is not None:
                         batch.append((item, link))
                     elif links.serves(pool, item.task_type):
+                        item.waited = "for a free executor slot"
                         deferred.append(item)  # its executors have no credit left now
                     else:
                         self._aside.set_unserved(item)
@@ -193,6 +195,7 @@ class Claims:
                 ahead_s=max(config.lead_ms, config.prefetch_max_ms) / 1000 + 1.0,
                 executors=[link.binding for _, link in batch],
                 tenant_ids={item.tenant for item, _ in batch},
+                waited=[self._waited(item) for item, _ in batch],
             )
         except WheelError as exc:
             log.warning("engine.claim_failed", extra={"size": len(batch), "error": str(exc)})
@@ -236,12 +239,21 @@ class Claims:
             self._links.refund(link, item.pool)  # not claimed: the credit is still the link's
         await self._answer_unclaimed(batch, outcome)
 
+    def _waited(self, item: Ready) -> str:
+        """What a run last waited for, in words ("" when nothing says): a run due before
+        its pool's executors (re)connected waited for an executor, whatever came after."""
+        since_ms = self._links.offered_since_ms(item.pool)
+        if since_ms is not None and item.fire_at_ms < since_ms and not item.waited:
+            return "for an executor"
+        return item.waited
+
     async def _answer_unclaimed(
         self, batch: list[tuple[Ready, Link]], outcome: ClaimOutcome
     ) -> None:
         """What the claim did not take: back to the wheel, aside, behind, or forgotten."""
         unclaimed_items = {item.key: item for item, _ in batch}
-        overlapped: list[Ready] = []
+        overlapped: list[tuple[Ready, Ready]] = []
+        """(skipped, the one queued instead): overlap 'queue' keeps one."""
         for unclaimed in outcome.unclaimed:
             item = unclaimed_items[unclaimed.key]
             if unclaimed.state is ClaimState.EARLY:
@@ -250,9 +262,14 @@ class Claims:
             elif unclaimed.state is ClaimState.CAPPED:
                 self._aside.wait_for_room(item, self._clock.monotonic_ms() / 1000)
             elif unclaimed.state is ClaimState.BLOCKED:
+                item.waited = "behind its job's run in flight"
                 displaced = self._overlap.queue_behind(item)
                 if displaced is not None:
                     overlapped.append(displaced)
+            elif unclaimed.state is ClaimState.MISFIRED:
+                self._stats.skipped_misfire += 1
+                self._observer.skipped("misfire", 1)
+                self._forget(item.key)
             else:
                 self._stats.skipped_overlap += 1
                 self._observer.skipped("overlap", 1)
@@ -262,14 +279,17 @@ class Claims:
             if item.key not in answered:
                 self._forget(item.key)  # not claimable: paused, edited, or not ours any more
         if overlapped:
-            self._stats.skipped_overlap += len(overlapped)
-            self._observer.skipped("overlap", len(overlapped))
             try:
-                await self._occurrences.skip(
-                    [item.key for item in overlapped], _OVERLAP_SKIP_REASON
+                skipped = await self._occurrences.skip_queued(
+                    [(item.key, queued.key) for item, queued in overlapped]
                 )
             except WheelError as exc:  # still pending: the catch-up scan brings them back
                 log.warning("engine.skip_failed", extra={"error": str(exc)})
+                return
+            # One whose job had nothing in flight any more stays pending: the catch-up
+            # brings it back.
+            self._stats.skipped_overlap += len(skipped)
+            self._observer.skipped("overlap", len(skipped))
 
     def _dispatch(
         self, claimed: Claimed, item: Ready, link: Link, now: datetime, expires_s: float

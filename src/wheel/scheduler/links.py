@@ -148,6 +148,8 @@ class Links:
         """Set when credit arrives or links come and go (the dispatcher waits on it)."""
         self.generation = 0
         """Grows whenever a link comes or goes: what executors serve may have changed."""
+        self._pool_since_ms: dict[str, int] = {}
+        """By pool: since when (wall ms) some link has offered it without a break."""
 
     def connect(self, hello: Hello, token_id: uuid.UUID, *, http_runner: bool = False) -> Link:
         """A link for a welcomed stream; Conflict if another process holds the executor id."""
@@ -161,6 +163,9 @@ class Links:
             self.disconnect(live, because="replaced by a new stream from the same executor")
         link = Link(hello, token_id, next(self._serial), http_runner=http_runner)
         link.heard_at_s = self._now_s()
+        for pool in link.pools:
+            if not any(pool in other.pools for other in self._links.values()):
+                self._pool_since_ms[pool] = self._clock.wall_ms()
         self._links[link.serial] = link
         self._by_executor[hello.executor_id] = link
         self.generation += 1
@@ -174,6 +179,13 @@ class Links:
         if self._by_executor.get(link.executor_id) is link:
             del self._by_executor[link.executor_id]
         self.changed.set()
+
+    def offered_since_ms(self, pool: str) -> int | None:
+        """Since when (wall ms) a connected executor has offered the pool without a break;
+        None while none does. A run due before then waited for an executor."""
+        if not any(pool in link.pools for link in self._links.values()):
+            return None
+        return self._pool_since_ms.get(pool)
 
     def grant(self, link: Link, pool: str, count: int) -> None:
         if link.serial in self._links:

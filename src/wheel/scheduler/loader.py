@@ -63,6 +63,9 @@ class Loader:
         """The next full catch-up (up to the window's end) reads what became pending since this."""
         self._full_at = self._engine.now()
         """When the last full catch-up started."""
+        self.acquiring: set[PartitionId] = set()
+        """Partitions owned but not loaded yet (`load_partition` applies the misfire rule
+        first): the catch-up and notifications leave them to it."""
 
     def _bound(self) -> datetime:
         """How far a notified or new partition must be loaded to join the window."""
@@ -124,10 +127,12 @@ class Loader:
         before its last pass, so a row is read a few times at most, not every pass.
 
         No misfire rule here: overdue rows of owned partitions are mostly ones
-        this node holds, waiting for credit, a breaker or an overlap; late, not
-        missed. The rule applies on acquisition and to notified past instants.
+        this node holds, waiting for credit, a breaker or an overlap. The rule
+        applies on acquisition, to notified past instants, and at the claim to a
+        run that waited past its grace (`wheel_claim`).
         """
-        owned = dict(self._engine.owned)
+        acquiring = self.acquiring
+        owned = {p: epoch for p, epoch in self._engine.owned.items() if p not in acquiring}
         if not owned:
             return 0
         started = self._engine.now()
@@ -155,12 +160,12 @@ class Loader:
         earliest = notification.earliest
         owned = self._engine.owned
         if earliest is None:
-            return await self._load(list(owned), self._bound())
+            return await self._load([p for p in owned if p not in self.acquiring], self._bound())
         now = self._engine.now()
         added = 0
         for partition, instant in earliest.items():
-            if partition not in owned:
-                continue
+            if partition not in owned or partition in self.acquiring:
+                continue  # not ours, or about to be loaded whole
             bound = self._bound()
             if instant >= bound:
                 continue  # the window will reach it

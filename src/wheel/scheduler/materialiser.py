@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from wheel.durations import readable
 from wheel.errors import InvalidArgument
 from wheel.model.executions import ExecutionStatus, NewOccurrence
 from wheel.model.ids import ExecutionKey, JobId, PartitionId
@@ -153,7 +154,10 @@ class Materialiser:
             status, reason = ExecutionStatus.PENDING, None
             if instant < missed_before and instant not in fired:
                 status = ExecutionStatus.SKIPPED
-                reason = _missed_reason(policies.misfire, policies.misfire_replay_cap)
+                reason = missed_reason(
+                    (now - plan.fire_at(instant)).total_seconds(), policies.misfire_grace,
+                    policies.misfire, policies.misfire_replay_cap,
+                )  # fmt: skip
             occurrences.append(
                 NewOccurrence(
                     key=ExecutionKey(job.id, instant),
@@ -209,9 +213,16 @@ def _fired_missed(missed: list[datetime], policy: MisfirePolicy, cap: int) -> li
     return missed[-cap:]
 
 
-def _missed_reason(policy: MisfirePolicy, cap: int) -> str:
+def missed_reason(late_s: float, grace: timedelta, policy: MisfirePolicy, cap: int) -> str:
+    """Why a run that came due `late_s` before it was materialised is skipped (in the
+    words the store's misfire rule and claim use)."""
     if policy is MisfirePolicy.SKIP:
-        return "misfire: missed while no scheduler was running (policy skip)"
-    if policy is MisfirePolicy.FIRE_ONCE:
-        return "misfire: a later missed run fired instead (policy fire_once)"
-    return f"misfire: beyond the replay cap of {cap} (policy fire_all)"
+        rule = " (policy skip)"
+    elif policy is MisfirePolicy.FIRE_ONCE:
+        rule = "; a later run fires instead (policy fire_once)"
+    else:
+        rule = f"; the latest {cap} fire instead, the replay cap (policy fire_all)"
+    return (
+        f"misfire: came due {readable(late_s)} before it was materialised, past its "
+        f"{readable(grace.total_seconds())} grace{rule}"
+    )

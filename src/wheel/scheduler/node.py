@@ -400,6 +400,9 @@ class SchedulerNode:
         if partition not in accepted:
             log.warning("node.stale_epoch", extra={"partition": partition, "epoch": epoch})
             return False
+        # Until it is loaded (the misfire rule first), the catch-up and notifications
+        # leave it alone: loaded by them, a run missed meanwhile would be claimed late.
+        parts.loader.acquiring.add(partition)
         parts.engine.own(partition, epoch)
         try:
             await parts.engine.reap()
@@ -408,6 +411,8 @@ class SchedulerNode:
         except BaseException:
             parts.engine.release(partition)
             raise
+        finally:
+            parts.loader.acquiring.discard(partition)
         log.info(
             "node.partition_acquired",
             extra={"node": self.node_id, "partition": partition, "epoch": epoch, "loaded": loaded},

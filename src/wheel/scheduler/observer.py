@@ -28,6 +28,8 @@ class EngineStats:
     stale: int = 0
     reaped: int = 0
     skipped_overlap: int = 0
+    skipped_misfire: int = 0
+    """Runs the claim skipped: they waited past their job's misfire grace."""
     not_started: int = 0
     claim_batches: int = 0
     record_batches: int = 0

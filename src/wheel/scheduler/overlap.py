@@ -10,7 +10,11 @@ blocked run is not claimed again and again:
   its place: it takes the place back);
 - 'wait' (manual and backfilled runs) keeps every run, in order: one goes to
   the wheel, the others straight behind it, so the ready queues never hold
-  thousands of one job's runs that only one can take.
+  thousands of one job's runs that only one can take;
+- 'skip' is blocked only behind a run handed over after its own instant (both
+  waited, for an executor say: neither overlapped the other's instant), so
+  every such run waits, in instant order, and the claim decides again when
+  the one ahead has finished (the misfire policy, for one past its grace).
 
 Only one run of such a job is in a claim at a time (`claiming`). When the
 running one finishes, the first waiting one is released; the catch-up
@@ -21,6 +25,7 @@ loses nothing.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 
 from wheel.model.ids import ExecutionKey, JobId, PartitionId
@@ -50,8 +55,9 @@ class OverlapQueues:
         heads.add(job_id)
         return False
 
-    def queue_behind(self, item: Ready) -> Ready | None:
-        """Wait behind the job's running run; returns the one the policy skips."""
+    def queue_behind(self, item: Ready) -> tuple[Ready, Ready] | None:
+        """Wait behind the job's running run; returns the one the policy skips, with the one
+        that stays queued."""
         waiting = self.blocked.setdefault(item.key.job_id, [])
         if any(w.key == item.key for w in waiting):
             return None
@@ -60,6 +66,9 @@ class OverlapQueues:
             # first, so runs that wait keep their order however often they are retried.
             waiting.insert(0, item)
             return None
+        if item.overlap == "skip":
+            bisect.insort(waiting, item, key=lambda w: w.key.scheduled_for)
+            return None
         if not waiting:
             waiting.append(item)
             return None
@@ -67,9 +76,9 @@ class OverlapQueues:
         if queued.overlap != "wait" and item.key.scheduled_for < queued.key.scheduled_for:
             waiting[0] = item
             self._forget(queued.key)
-            return queued
+            return queued, item
         self._forget(item.key)
-        return item
+        return item, queued
 
     def release(self, job_id: JobId) -> None:
         """The job's running run finished: the first waiting one may go."""

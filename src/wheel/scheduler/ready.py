@@ -40,6 +40,9 @@ class Ready:
     fire_at_ms: int
     not_started: int = 0
     """Times an executor gave it back unstarted in a row: each retry waits longer."""
+    waited: str = ""
+    """What it last waited for, in words for a misfire's reason ("for an executor");
+    "" until it waits for something."""
 
 
 @dataclass(slots=True)

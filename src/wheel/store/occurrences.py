@@ -248,12 +248,17 @@ class Occurrences:
         ahead_s: float,
         executors: Sequence[ExecutorBinding] | None = None,
         tenant_ids: Collection[TenantId] | None = None,
+        waited: Sequence[str] | None = None,
     ) -> ClaimOutcome:
         """Claim like `claim`, and say why the keys it saw but did not claim were left.
 
         Only occurrences firing by now + `ahead_s` are claimed; a later one
-        comes back EARLY with its fire_at. A job whose overlap policy is not
-        'allow' and that has a run leased gets SKIPPED (recorded) or BLOCKED.
+        comes back EARLY with its fire_at. A scheduled first attempt past its
+        instant and its job's misfire grace meets the misfire policy: MISFIRED
+        (recorded skipped; `waited[i]` says what `keys[i]` waited for, in words
+        such as "for an executor", for the reason), or claimed late. A job whose
+        overlap policy is not 'allow' and that has a run in flight gets SKIPPED
+        (recorded, naming that run) or BLOCKED.
         `executors[i]` is who `keys[i]` is handed to: its reports are the only
         ones accepted for the run (None: no executor's report is). The tenants'
         caps are checked without locking their rows; a claim that overshot one
@@ -264,11 +269,17 @@ class Occurrences:
             executors = [UNBOUND] * len(keys)
         if len(executors) != len(keys):
             raise ValueError("one executor per key")
+        if waited is None:
+            waited = [""] * len(keys)
+        if len(waited) != len(keys):
+            raise ValueError("one waited per key")
         outcome = ClaimOutcome([], [])
-        for day in by_day(zip(keys, executors, strict=True), lambda pair: pair[0].scheduled_for):
+        rows = zip(keys, executors, waited, strict=True)
+        for day in by_day(rows, lambda row: row[0].scheduled_for):
             part = await self._claim_day(
-                [k for k, _ in day], [e for _, e in day], epochs,
+                [k for k, _, _ in day], [e for _, e, _ in day], epochs,
                 lease_s=lease_s, ahead_s=ahead_s, tenant_ids=tenant_ids,
+                waited=[w for _, _, w in day],
             )  # fmt: skip
             outcome.claimed.extend(part.claimed)
             outcome.unclaimed.extend(part.unclaimed)
@@ -283,6 +294,7 @@ class Occurrences:
         lease_s: float,
         ahead_s: float,
         tenant_ids: Collection[TenantId] | None,
+        waited: Sequence[str],
     ) -> ClaimOutcome:
         """`claim_batch` of keys of one UTC day: one statement."""
         instants = [k.scheduled_for for k in keys]
@@ -295,6 +307,7 @@ class Occurrences:
             "instances": [e.instance for e in executors],
             "lease_s": lease_s,
             "ahead_s": ahead_s,
+            "waited": list(waited),
             **span(instants),
         }
         async with translated(), self._pool.connection() as conn:
@@ -420,6 +433,20 @@ class Occurrences:
             {"partitions": sorted(epochs), "epochs": [epochs[p] for p in sorted(epochs)]},
         )
         return int(rows[0][0])
+
+    async def skip_queued(
+        self, pairs: Sequence[tuple[ExecutionKey, ExecutionKey]]
+    ) -> list[ExecutionKey]:
+        """Overlap 'queue': each (run, queued) pair's run is skipped if its job still has a
+        run in flight (read in the statement, named in the reason with the queued one);
+        the runs skipped."""
+        if not pairs:
+            return []
+        rows = await self._per_day(
+            sql("skip_queued"), pairs, lambda pair: pair[0],
+            lambda day: {"queued": [queued.scheduled_for for _, queued in day]}, prepare=False,
+        )  # fmt: skip
+        return [_key(job_id, at) for job_id, at in rows]
 
     async def skip(self, keys: Sequence[ExecutionKey], reason: str) -> list[ExecutionKey]:
         """Record pending occurrences skipped with a reason; return the ones that were pending."""

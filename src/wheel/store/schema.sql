@@ -435,6 +435,37 @@ AS $$
     LIMIT p_limit
 $$;
 
+-- A duration as people read it in a reason ("840 ms", "25.7 s", "1 min 17 s", "2 h 5 min"):
+-- wheel.durations.readable, for the positive values reasons need.
+CREATE FUNCTION wheel_readable(p_s float8) RETURNS text LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE
+        WHEN p_s < 0.01 THEN to_char(p_s * 1000, 'FM990.0') || ' ms'
+        WHEN p_s < 1 THEN round(p_s * 1000)::bigint || ' ms'
+        WHEN p_s < 59.95 THEN to_char(p_s, 'FM990.0') || ' s'
+        WHEN round(p_s) < 3600 THEN
+            (round(p_s)::bigint / 60) || ' min'
+            || CASE WHEN round(p_s)::bigint % 60 > 0
+                    THEN ' ' || round(p_s)::bigint % 60 || ' s' ELSE '' END
+        WHEN round(p_s) < 86400 THEN
+            (round(p_s)::bigint / 3600) || ' h'
+            || CASE WHEN round(p_s)::bigint % 3600 / 60 > 0
+                    THEN ' ' || round(p_s)::bigint % 3600 / 60 || ' min' ELSE '' END
+        ELSE
+            (round(p_s)::bigint / 86400) || ' d'
+            || CASE WHEN round(p_s)::bigint % 86400 / 3600 > 0
+                    THEN ' ' || round(p_s)::bigint % 86400 / 3600 || ' h' ELSE '' END
+    END
+$$;
+
+-- An execution's id as the API spells it (wheel.model.ids.ExecutionKey.id).
+CREATE FUNCTION wheel_execution_id(p_job_id uuid, p_scheduled_for timestamptz)
+RETURNS text LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT p_job_id::text || '@'
+           || to_char(p_scheduled_for AT TIME ZONE 'UTC', 'YYYYMMDD"T"HH24MISS.US"Z"')
+$$;
+
 -- Claim pending occurrences: pending -> dispatched, fence + 1, attempt + 1, a
 -- lease on the database clock. Only in partitions whose epoch is still the
 -- caller's: the epoch rows are share-locked, so a new owner's epoch write
@@ -446,10 +477,23 @@ $$;
 --
 -- Besides the claimed rows ('claimed') it reports keys it left for a reason
 -- the caller acts on:
---   'skipped'  another run of the job is still leased and its overlap policy
---              is 'skip': the occurrence is recorded skipped, with the reason;
---   'blocked'  the same under policy 'queue', or for a manual or backfilled
---              run or a retry under any policy but 'allow': left pending;
+--   'misfired' a scheduled first attempt claimed later than its instant plus its
+--              job's misfire grace, and 1 s (it waited: no executor served it, its tenant
+--              was at its cap, its breaker was open): the job's misfire policy
+--              decides, as after an outage (wheel_apply_misfire). `skip` skips it;
+--              `fire_once` skips it when a later run of the job has come due (that
+--              one fires instead); `fire_all` when `misfire_replay_cap` later ones
+--              have. It is recorded skipped, the reason saying how long it waited
+--              (and for what, `p_waited`: the caller's words, '' when it does not
+--              know) and which rule skipped it. Otherwise it is claimed, late;
+--   'skipped'  its job's overlap policy is 'skip' and another of its runs was in
+--              flight at this run's instant and still is: handed over by then,
+--              its own instant come, no result recorded. Recorded skipped, the
+--              reason naming that run and its state, read in this statement;
+--   'blocked'  another run of the job is in flight under policy 'queue'; or one
+--              handed over after this run's instant (both waited: this one goes
+--              after it, in order); or, for a manual or backfilled run or a retry,
+--              any under a policy but 'allow': left pending;
 --   'early'    its fire_at is later than now + p_ahead_s (an edit or a retry
 --              moved it): left pending, fire_at says when;
 --   'capped'   its tenant is at its in-flight cap (across the cluster): left
@@ -458,14 +502,17 @@ $$;
 -- and one update, whatever the number of partitions owned (a scan of the owned
 -- array, not a join) or of day partitions (p_first and p_last, the keys' first
 -- and last instant: callers pass one day's keys, planned as that one partition):
--- tests/integration/store/test_claim_plan.py counts the probes.
+-- tests/integration/store/test_claim_plan.py counts the probes. A key of an
+-- overlap-limited job adds a probe of the job's leased runs (an index per day
+-- partition, holding only runs in flight); a missed one, a look at the job's
+-- later runs. Neither names scheduled_for, so neither prunes at run time.
 -- Keys not returned at all are not pending, held by another claim, of a
 -- paused or deleted job, of a cron job edited since they were made (the
 -- materialiser carries or supersedes them), or in a partition not ours.
 CREATE FUNCTION wheel_claim(
     p_partitions integer[], p_epochs bigint[], p_job_ids uuid[], p_scheduled_fors timestamptz[],
     p_executor_ids text[], p_instances text[], p_lease_s float8, p_ahead_s float8,
-    p_first timestamptz, p_last timestamptz
+    p_first timestamptz, p_last timestamptz, p_waited text[] DEFAULT NULL
 ) RETURNS TABLE (
     state text, job_id uuid, scheduled_for timestamptz, tenant_id uuid, partition integer,
     fence bigint, attempt integer, lease_until timestamptz, job_version bigint, task_type text,
@@ -486,28 +533,26 @@ AS $$
               ON pe.partition = mine.partition AND pe.epoch = mine.epoch
             FOR SHARE OF pe
         ) pe
-    ), picked AS (
+    ), seen AS (
         -- LATERAL ... LIMIT 1: one primary-key probe per requested key, whatever
         -- the statistics say (a fresh partition must not turn this into a scan).
-        SELECT e.job_id, e.scheduled_for, e.fire_at, e.tenant_id, w.executor_id, w.instance,
-               w.ord,
-               CASE
-                   WHEN e.fire_at > clock_timestamp() + make_interval(secs => p_ahead_s)
-                       THEN 'early'
-                   WHEN j.overlap <> 'allow' AND EXISTS (
-                       SELECT 1 FROM executions o
-                       WHERE o.job_id = e.job_id AND o.status IN ('dispatched', 'running'))
-                       THEN CASE WHEN j.overlap = 'skip' AND e.trigger = 'schedule'
-                                      AND e.attempt = 0
-                                 THEN 'skipped' ELSE 'blocked' END
-                   ELSE 'claimed'
-               END AS state
-        FROM unnest(p_job_ids, p_scheduled_fors, p_executor_ids, p_instances)
-             WITH ORDINALITY AS w (job_id, scheduled_for, executor_id, instance, ord)
+        SELECT e.job_id, e.scheduled_for, e.fire_at, e.tenant_id, e.partition, e.trigger,
+               e.attempt, w.executor_id, w.instance, w.ord, w.waited, j.overlap, j.misfire,
+               j.misfire_grace_ms, j.misfire_replay_cap,
+               e.fire_at > clock_timestamp() + make_interval(secs => p_ahead_s) AS early,
+               -- Missed: a scheduled first attempt past its instant and its grace (a
+               -- second at least: one due less than that ago is being claimed, not
+               -- waiting for anything).
+               e.trigger = 'schedule' AND e.attempt = 0
+                   AND e.fire_at + make_interval(secs => greatest(j.misfire_grace_ms, 1000) / 1000.0)
+                       < clock_timestamp() AS missed
+        FROM unnest(p_job_ids, p_scheduled_fors, p_executor_ids, p_instances,
+                    coalesce(p_waited, array_fill(''::text, ARRAY[cardinality(p_job_ids)])))
+             WITH ORDINALITY AS w (job_id, scheduled_for, executor_id, instance, waited, ord)
         CROSS JOIN owned
         CROSS JOIN LATERAL (
             SELECT e.job_id, e.scheduled_for, e.fire_at, e.job_version, e.attempt, e.trigger,
-                   e.tenant_id
+                   e.tenant_id, e.partition
             FROM executions e
             WHERE e.job_id = w.job_id AND e.scheduled_for = w.scheduled_for
               AND e.scheduled_for BETWEEN p_first AND p_last
@@ -517,7 +562,8 @@ AS $$
             FOR UPDATE OF e SKIP LOCKED
         ) e
         CROSS JOIN LATERAL (
-            SELECT j.overlap, j.status, j.schedule_kind, j.version
+            SELECT j.overlap, j.status, j.schedule_kind, j.version, j.misfire,
+                   j.misfire_grace_ms, j.misfire_replay_cap
             FROM jobs j WHERE j.id = e.job_id LIMIT 1
         ) j
         WHERE j.status = 'active'
@@ -526,6 +572,94 @@ AS $$
           -- job's current definition, like every claim).
           AND (j.schedule_kind <> 'cron' OR e.job_version = j.version OR e.attempt > 0
                OR e.trigger <> 'schedule')
+    ), looked AS (
+        -- A missed run: how many of its job's later scheduled runs have come due (by
+        -- this statement's start: an index bound) and wait, or are in flight, counted
+        -- up to the most the policy needs. A skipped or cancelled one does not fire
+        -- instead; one that already ran is not looked for (runs are claimed in
+        -- order). Runs that were not missed are not looked at.
+        SELECT s.*,
+               CASE WHEN s.missed AND NOT s.early AND s.misfire <> 'skip' THEN (
+                   SELECT count(*) FROM (
+                       (SELECT 1 FROM executions o
+                        WHERE o.partition = s.partition AND o.status = 'pending'
+                          AND o.fire_at > s.fire_at AND o.fire_at <= statement_timestamp()
+                          AND o.job_id = s.job_id AND o.trigger = 'schedule')
+                       UNION ALL
+                       (SELECT 1 FROM executions o
+                        WHERE o.job_id = s.job_id AND o.status IN ('dispatched', 'running')
+                          AND o.fire_at > s.fire_at AND o.trigger = 'schedule')
+                       LIMIT CASE WHEN s.misfire = 'fire_once' THEN 1
+                                  ELSE s.misfire_replay_cap END
+                   ) later)
+               END AS later_due
+        FROM seen s
+    ), busy AS (
+        -- An overlap-limited job's run in flight now (read in this statement): the
+        -- earliest handed over. Jobs that allow overlap are not looked at.
+        SELECT l.*, b.scheduled_for AS busy_at, b.status AS busy_status,
+               b.dispatched_at AS busy_dispatched_at, b.started_at AS busy_started_at,
+               b.fire_at AS busy_fire_at, b.executor_id AS busy_executor
+        FROM looked l
+        LEFT JOIN LATERAL (
+            SELECT o.scheduled_for, o.status, o.dispatched_at, o.started_at, o.fire_at,
+                   o.executor_id
+            FROM executions o
+            WHERE l.overlap <> 'allow' AND NOT l.early
+              AND o.job_id = l.job_id AND o.status IN ('dispatched', 'running')
+            ORDER BY o.dispatched_at
+            LIMIT 1
+        ) b ON true
+    ), picked AS (
+        SELECT b.job_id, b.scheduled_for, b.fire_at, b.tenant_id, b.executor_id, b.instance,
+               b.ord,
+               CASE
+                   WHEN b.early THEN 'early'
+                   WHEN b.missed AND (b.misfire = 'skip'
+                                      OR (b.misfire = 'fire_once' AND b.later_due >= 1)
+                                      OR (b.misfire = 'fire_all'
+                                          AND b.later_due >= b.misfire_replay_cap))
+                       THEN 'misfired'
+                   WHEN b.busy_at IS NULL THEN 'claimed'
+                   WHEN b.overlap = 'skip' AND b.trigger = 'schedule' AND b.attempt = 0
+                        AND b.busy_dispatched_at <= b.fire_at
+                        AND b.busy_fire_at <= clock_timestamp()
+                       THEN 'skipped'
+                   ELSE 'blocked'
+               END AS state,
+               CASE
+                   WHEN b.missed THEN
+                       'misfire: waited '
+                       || wheel_readable(extract(epoch FROM clock_timestamp() - b.fire_at))
+                       || CASE WHEN b.waited <> '' THEN ' ' || b.waited ELSE '' END
+                       || CASE WHEN b.misfire_grace_ms = 0 THEN ', and its job allows no grace'
+                               ELSE ', past its ' || wheel_readable(b.misfire_grace_ms / 1000.0)
+                                    || ' grace' END
+                       || CASE b.misfire
+                              WHEN 'skip' THEN ' (policy skip)'
+                              WHEN 'fire_once' THEN '; a later run fires instead (policy fire_once)'
+                              ELSE '; the latest ' || b.misfire_replay_cap
+                                   || ' fire instead, the replay cap (policy fire_all)'
+                          END
+                   WHEN b.busy_at IS NULL THEN NULL
+                   WHEN b.busy_status = 'running' THEN
+                       'overlap: run ' || wheel_execution_id(b.job_id, b.busy_at)
+                       || ' was still running (started '
+                       || wheel_readable(extract(epoch FROM clock_timestamp()
+                                                 - coalesce(b.busy_started_at, b.busy_fire_at)))
+                       || ' before, on ' || coalesce(b.busy_executor, 'an executor')
+                       || ') (policy skip)'
+                   ELSE
+                       'overlap: run ' || wheel_execution_id(b.job_id, b.busy_at)
+                       || ' was in flight (handed to ' || coalesce(b.busy_executor, 'an executor')
+                       || ' '
+                       || wheel_readable(extract(epoch FROM clock_timestamp()
+                                                 - b.busy_dispatched_at))
+                       || ' before, due '
+                       || wheel_readable(extract(epoch FROM clock_timestamp() - b.busy_fire_at))
+                       || ' before, no result yet) (policy skip)'
+               END AS reason
+        FROM busy b
     ), ranked AS (
         -- The n-th run due now each tenant would get, in the caller's order.
         SELECT p.*,
@@ -546,7 +680,7 @@ AS $$
         FROM tenants t
         WHERE t.id IN (SELECT r.tenant_id FROM ranked r WHERE r.state = 'claimed')
     ), decided AS (
-        SELECT r.job_id, r.scheduled_for, r.fire_at, r.executor_id, r.instance,
+        SELECT r.job_id, r.scheduled_for, r.fire_at, r.executor_id, r.instance, r.reason,
                CASE WHEN r.state = 'claimed'
                          -- The cap holds back runs due now; one handed over ahead of its
                          -- instant goes (a planned spike starts on time) and counts.
@@ -577,13 +711,13 @@ AS $$
     ), skipped AS (
         UPDATE executions e
         SET status = 'skipped',
-            reason = 'overlap: the previous run was still running (policy skip)',
+            reason = p.reason,
             finished_at = clock_timestamp()
         FROM decided p
         WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for
           AND e.scheduled_for BETWEEN p_first AND p_last
-          AND p.state = 'skipped'
-        RETURNING e.job_id, e.scheduled_for, e.fire_at
+          AND p.state IN ('skipped', 'misfired')
+        RETURNING e.job_id, e.scheduled_for, e.fire_at, p.state
     )
     SELECT 'claimed', c.job_id, c.scheduled_for, c.tenant_id, c.partition, c.fence, c.attempt,
            c.lease_until, c.job_version, j.task_type, j.payload, j.pool, c.priority,
@@ -594,7 +728,7 @@ AS $$
         FROM jobs j WHERE j.id = c.job_id LIMIT 1
     ) j
     UNION ALL
-    SELECT 'skipped', s.job_id, s.scheduled_for, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    SELECT s.state, s.job_id, s.scheduled_for, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
            NULL, NULL, NULL, NULL, s.fire_at, NULL, NULL
     FROM skipped s
     UNION ALL
@@ -610,7 +744,9 @@ $$;
 -- when it is overdue by more than its grace, or overdue with a later one
 -- overdue too; of the missed, `skip` records them all skipped, `fire_once`
 -- keeps the latest overdue and skips the rest, `fire_all` keeps the latest
--- `misfire_replay_cap`. Retries and manual triggers always stay.
+-- `misfire_replay_cap`. Retries and manual triggers always stay. The reason says
+-- how long before it was loaded the run came due, whether that is past its grace,
+-- and the rule (the claim's words for runs that waited once loaded: wheel_claim).
 -- Epoch-fenced like a claim. Returns how many it skipped.
 CREATE FUNCTION wheel_apply_misfire(p_partitions integer[], p_epochs bigint[])
 RETURNS bigint LANGUAGE plpgsql VOLATILE
@@ -640,6 +776,7 @@ BEGIN
         FOR SHARE OF pe
     ), overdue AS (
         SELECT e.job_id, e.scheduled_for, e.fire_at, j.misfire, j.misfire_replay_cap,
+               j.misfire_grace_ms,
                row_number() OVER (PARTITION BY e.job_id ORDER BY e.scheduled_for DESC) AS newest
         FROM executions e
         JOIN jobs j ON j.id = e.job_id
@@ -662,12 +799,19 @@ BEGIN
         UPDATE executions e
         SET status = 'skipped',
             finished_at = clock_timestamp(),
-            reason = CASE o.misfire
-                WHEN 'skip' THEN 'misfire: missed while no scheduler was running (policy skip)'
-                WHEN 'fire_once' THEN 'misfire: a later missed run fired instead (policy fire_once)'
-                ELSE 'misfire: beyond the replay cap of ' || o.misfire_replay_cap
-                     || ' (policy fire_all)'
-            END
+            reason = 'misfire: came due '
+                || wheel_readable(extract(epoch FROM clock_timestamp() - o.fire_at))
+                || ' before a scheduler loaded it'
+                || CASE WHEN o.fire_at + make_interval(secs => o.misfire_grace_ms / 1000.0)
+                             < clock_timestamp()
+                        THEN ', past its ' || wheel_readable(o.misfire_grace_ms / 1000.0) || ' grace'
+                        ELSE '' END
+                || CASE o.misfire
+                       WHEN 'skip' THEN ' (policy skip)'
+                       WHEN 'fire_once' THEN '; a later run fires instead (policy fire_once)'
+                       ELSE '; the latest ' || o.misfire_replay_cap
+                            || ' fire instead, the replay cap (policy fire_all)'
+                   END
         FROM missed o
         WHERE e.job_id = o.job_id AND e.scheduled_for = o.scheduled_for
           AND e.scheduled_for BETWEEN v_first AND v_last

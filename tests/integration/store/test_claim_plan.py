@@ -134,6 +134,7 @@ async def test_a_claim_a_heartbeat_and_a_record_probe_each_key_a_few_times(
             "instances": ["i"] * len(day),
             "lease_s": 30.0,
             "ahead_s": 10 * 86_400.0,
+            "waited": [""] * len(day),
             **span([k.scheduled_for for k in day]),
         }
         for day in days

@@ -281,7 +281,10 @@ async def three_runs_in_partition_7(
     the later of the claim and the instant), owned: its tenant, keys and the epochs to claim
     them with."""
     owner = await make.tenant(store)
-    job = await make.job(store, owner, partition=7, max_attempts=3)
+    # Late, not missed (its grace is an hour): claimed whatever the misfire policy.
+    job = await make.job(
+        store, owner, partition=7, max_attempts=3, misfire_grace=timedelta(hours=1)
+    )
     times = make.minutes(datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=3), 3)
     await store.occurrences.insert([make.occurrence(job, t) for t in times])
     return owner, [ExecutionKey(job.id, t) for t in times], await owned(store, 7)

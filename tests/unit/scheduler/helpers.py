@@ -96,6 +96,8 @@ class MemoryOccurrences:
 
     timeout_s: float = 60.0
     claims: list[list[ExecutionKey]] = field(default_factory=list)
+    waited: list[list[str]] = field(default_factory=list)
+    """Per claim: what each key said it waited for."""
     recorded: list[AttemptResult] = field(default_factory=list)
     fences: dict[ExecutionKey, int] = field(default_factory=dict)
     due: dict[ExecutionKey, DueOccurrence] = field(default_factory=dict)
@@ -121,8 +123,10 @@ class MemoryOccurrences:
         ahead_s: float,
         executors: Sequence[ExecutorBinding] | None = None,
         tenant_ids: Collection[TenantId] | None = None,
+        waited: Sequence[str] | None = None,
     ) -> ClaimOutcome:
         self.claims.append(list(keys))
+        self.waited.append(list(waited or [""] * len(keys)))
         self.asked.set()
         claimed = []
         unclaimed = [Unclaimed(k, self.answers[k], self.due[k].fire_at)
@@ -182,6 +186,11 @@ class MemoryOccurrences:
 
     async def skip(self, keys: Sequence[ExecutionKey], reason: str) -> list[ExecutionKey]:
         return list(keys)
+
+    async def skip_queued(
+        self, pairs: Sequence[tuple[ExecutionKey, ExecutionKey]]
+    ) -> list[ExecutionKey]:
+        return [key for key, _ in pairs]
 
 
 @dataclass

@@ -50,11 +50,13 @@ def test_policy_queue_keeps_the_earliest_occurrence_however_the_claims_interleav
     assert overlap.queue_behind(queued) is None, "the first blocked one waits"
     e.retry_blocked()  # the catch-up lets it try again; a later one is blocked meanwhile
     assert overlap.queue_behind(later) is None
-    assert overlap.queue_behind(queued) is later, "the earlier one takes its place back"
+    assert overlap.queue_behind(queued) == (later, queued), "the earlier one takes its place back"
     assert [r.key for r in overlap.blocked[JobId(job)]] == [second.key]
     assert third.key not in e.known
     assert second.key in e.known
     b.add([third])
     again = e.known[third.key]
-    assert overlap.queue_behind(again) is again, "a later one blocked behind the queued is skipped"
+    assert overlap.queue_behind(again) == (again, queued), (
+        "a later one blocked behind the queued is skipped"
+    )
     assert [r.key for r in overlap.blocked[JobId(job)]] == [second.key]

@@ -8,7 +8,9 @@ and whether its circuit breaker for the task type is open (`breakers/<node>`),
 both published by the nodes on their session leases. A pending run gets the
 one reason that holds now from `waiting.classify` (paused, not due, no owner,
 no executor, its task type unserved, breaker open, behind a running run, tenant
-at its cap, just due, waiting for capacity), the same the lists show as a word.
+at its cap, just due, waiting for capacity), the same the lists show as a word;
+a scheduled run that has waited past its misfire grace adds that its claim
+applies the misfire policy, and a skipped one shows the reason the claim wrote.
 An occurrence that has no row is explained from the job's schedule: not an
 instant of it, outside its bounds, before the job existed, or not materialised
 yet. A run that notified (a
@@ -67,6 +69,12 @@ _VERDICT = {
     Waiting.QUEUED: V.QUEUED,
     Waiting.OVERDUE: V.QUEUED,
 }
+
+
+_JUST_DUE_S = 1.0
+"""A run due less than this long ago is being claimed, not waiting for anything."""
+_CLAIMING = timedelta(seconds=_JUST_DUE_S)
+"""Nor is it missed, whatever its grace (the claim's misfire rule draws the same line)."""
 
 
 def _when(instant: datetime) -> str:
@@ -229,7 +237,30 @@ class Explainer:
         self, result: api.Explanation, job: Job, execution: Execution
     ) -> tuple[api.Explanation.Verdict, str]:
         """The one reason a pending run has not run yet: the lists' word (`waiting.classify`),
-        as a verdict and its sentence."""
+        as a verdict and its sentence; for a scheduled run past its misfire grace, what its
+        claim will do about it."""
+        verdict, why = await self._pending_reason(result, job, execution)
+        if verdict not in (V.PAUSED, V.WAITING):
+            why += self._missed(job, execution)
+        return verdict, why
+
+    def _missed(self, job: Job, execution: Execution) -> str:
+        """A note on a due run that waited past its grace ("" for one that did not)."""
+        policies = job.spec.policies
+        late = self._clock() - execution.fire_at
+        if execution.trigger is not Trigger.SCHEDULE or execution.attempt > 0:
+            return ""
+        if late <= max(policies.misfire_grace, _CLAIMING):
+            return ""
+        return (
+            f"; it has waited past its {readable(policies.misfire_grace.total_seconds())} "
+            f"misfire grace: when it is claimed, its policy ({policies.misfire.value}) decides "
+            "whether it still runs"
+        )
+
+    async def _pending_reason(
+        self, result: api.Explanation, job: Job, execution: Execution
+    ) -> tuple[api.Explanation.Verdict, str]:
         owner, epoch = await self._owner(execution.partition)
         held = f"node {owner} (epoch {epoch})" if owner else "no node right now"
         _step(result, None, "partition", f"partition {execution.partition} is held by {held}")

@@ -1,5 +1,6 @@
--- See wheel_claim in the schema: epoch-fenced, skip-locked, tenant-capped; each
--- claimed run is bound to the executor (id and instance) it is handed to. The
+-- See wheel_claim in the schema: epoch-fenced, skip-locked, tenant-capped, the misfire
+-- and overlap policies applied; each claimed run is bound to the executor (id and
+-- instance) it is handed to. The
 -- claimed runs' tenants' in-flight counts move in the same statement, last
 -- (with refuse_overshoot, SQLSTATE WH001 rolls back a claim that went over).
 WITH claimed AS MATERIALIZED (
@@ -9,7 +10,7 @@ WITH claimed AS MATERIALIZED (
     FROM wheel_claim(%(partitions)s::integer[], %(epochs)s::bigint[], %(job_ids)s::uuid[],
                      %(scheduled_fors)s::timestamptz[], %(executor_ids)s::text[],
                      %(instances)s::text[], %(lease_s)s::float8, %(ahead_s)s::float8,
-                     %(first)s::timestamptz, %(last)s::timestamptz)
+                     %(first)s::timestamptz, %(last)s::timestamptz, %(waited)s::text[])
 ), counted AS (
     -- Only runs due now are held to the cap (see wheel_claim): an overshoot of runs
     -- handed over ahead of their instant is no reason to claim again.
