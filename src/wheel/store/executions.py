@@ -178,16 +178,6 @@ class Executions:
             by_token=by_token,
         )  # fmt: skip
 
-    async def in_flight_of_job(self, tenant_id: TenantId, job_id: JobId) -> Execution | None:
-        """A run of the job dispatched or running now (without its attempts), or None."""
-        async with translated(), self._pool.connection() as conn:
-            cursor = conn.cursor(row_factory=dict_row)
-            await cursor.execute(
-                sql("in_flight_of_job"), {"job_id": job_id, "tenant_id": tenant_id}
-            )
-            row = await cursor.fetchone()
-        return None if row is None else execution_from_row(row)
-
     async def attention(
         self, tenant_id: TenantId, job_ids: Collection[JobId] | None, now: datetime
     ) -> dict[JobId, RunsToWatch]:
