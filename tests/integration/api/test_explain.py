@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import grpc
 from google.protobuf.duration_pb2 import Duration
 
+from tests.integration.api.explaining import V, explain, one_off, until_verdict
 from tests.integration.api.helpers import Api, Caller
 from tests.integration.nodes import NodeFactory
 from tests.integration.scheduler.scripted_executor import connected, fail
@@ -19,40 +20,6 @@ from wheel.model.executions import NewOccurrence
 from wheel.model.ids import ExecutionKey, JobId
 from wheel.model.jobs import JobSpec, MisfirePolicy, Policies, Schedule, ScheduleKind
 from wheel.timestamps import to_timestamp
-
-V = apb.Explanation
-
-
-async def one_off(caller: Caller, seconds: float, **policies: object) -> pb.Job:
-    at = datetime.now(UTC) + timedelta(seconds=seconds)
-    request = apb.CreateJobRequest(
-        name=f"one-off {uuid.uuid4().hex[:8]}",  # names are unique per tenant
-        task_type=str(policies.pop("task_type", "work")),
-        schedule=pb.Schedule(at=to_timestamp(at)),
-        policies=pb.JobPolicies(**policies),  # type: ignore[arg-type]
-    )
-    return (await caller.jobs.CreateJob(request, metadata=caller.metadata)).job
-
-
-async def explain(caller: Caller, job: pb.Job, instant: datetime | None = None) -> apb.Explanation:
-    if instant is None:
-        instant = job.schedule.at.ToDatetime(UTC)
-    request = apb.ExplainExecutionRequest(
-        occurrence=apb.JobInstant(job_id=job.id, instant=to_timestamp(instant))
-    )
-    return await caller.executions.ExplainExecution(request, metadata=caller.metadata)
-
-
-async def until_verdict(
-    caller: Caller, job: pb.Job, verdict: int, within: float = 20.0
-) -> apb.Explanation:
-    """Explain until the verdict is reached: the node works asynchronously."""
-    async with asyncio.timeout(within):
-        while True:
-            found = await explain(caller, job)
-            if found.verdict == verdict:
-                return found
-            await asyncio.sleep(0.1)  # polling a remote state: there is no event to await
 
 
 async def test_a_run_that_succeeded_shows_its_whole_path(api: Api) -> None:

@@ -7,8 +7,8 @@ import asyncio
 
 from google.protobuf.duration_pb2 import Duration
 
+from tests.integration.api.explaining import V, explain, one_off, until_verdict
 from tests.integration.api.helpers import Api, Caller
-from tests.integration.api.test_explain import V, explain, one_off, until_verdict
 from tests.integration.scheduler.scripted_executor import connected
 from wheel._proto.wheel.v1 import common_pb2 as pb
 

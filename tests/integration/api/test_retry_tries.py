@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 
 from google.protobuf.duration_pb2 import Duration
 
+from tests.integration.api.explaining import explain, one_off
 from tests.integration.api.helpers import Api, Caller
-from tests.integration.api.test_explain import explain, one_off
 from tests.integration.scheduler.scripted_executor import connected, fail
 from wheel._proto.wheel.v1 import api_pb2 as apb
 from wheel._proto.wheel.v1 import common_pb2 as pb

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 
 from wheel.coordinator.assignment import Holder, assign
 from wheel.coordinator.etcd import Etcd
-from wheel.coordinator.layout import Layout
+from wheel.coordinator.layout import Layout, encode
+from wheel.coordinator.membership import Membership
 from wheel.coordinator.ownership import Ownership, partition_count
 from wheel.coordinator.session import Session
 from wheel.model.ids import PartitionId
@@ -95,3 +96,31 @@ async def until_settled(ledger: Ledger, names: Sequence[str], count: int = PARTI
 async def converged(ledger: Ledger, nodes: list[Node]) -> None:
     """Until every partition is held as the assignment says among `nodes`."""
     await until_settled(ledger, [n.name for n in nodes])
+
+
+PARTITIONS = 16
+
+
+async def owned_by(ledger: Ledger, expected: dict[PartitionId, str]) -> None:
+    while ledger.holder != expected:
+        await ledger.changed.wait()
+
+
+async def leftovers(etcd: Etcd, layout: Layout, lease: int) -> None:
+    """What a node-a killed outright leaves: its node key and its partitions, under its lease."""
+    await etcd.put(layout.node("node-a"), encode({"node": "node-a"}), lease=lease)
+    for partition in range(PARTITIONS):
+        key = layout.partition(PartitionId(partition))
+        await etcd.put(key, encode({"node": "node-a"}), lease=lease)
+
+
+def member_a(etcd: Etcd, layout: Layout, ledger: Ledger) -> Membership:
+    async def acquired(partition: PartitionId, epoch: int) -> bool:
+        ledger.acquired("node-a", partition, epoch)
+        return True
+
+    async def released(partition: PartitionId) -> None:
+        ledger.released("node-a", partition)
+
+    return Membership(etcd, layout, "node-a", ttl_s=3, on_acquired=acquired,
+                      on_released=released, default_partitions=PARTITIONS)  # fmt: skip

@@ -11,20 +11,20 @@ import uuid
 
 import pytest
 
-from tests.integration.coordinator.harness import SLACK_S, Ledger
+from tests.integration.coordinator.harness import (
+    PARTITIONS,
+    SLACK_S,
+    Ledger,
+    leftovers,
+    member_a,
+    owned_by,
+)
 from wheel.coordinator.etcd import Etcd
-from wheel.coordinator.layout import Layout, encode
+from wheel.coordinator.layout import Layout
 from wheel.coordinator.membership import Membership
 from wheel.coordinator.session import Session
 from wheel.local import EtcdServer
 from wheel.model.ids import PartitionId
-
-PARTITIONS = 16
-
-
-async def owned_by(ledger: Ledger, expected: dict[PartitionId, str]) -> None:
-    while ledger.holder != expected:
-        await ledger.changed.wait()
 
 
 async def test_lost_session_then_rejoin(own_etcd: EtcdServer) -> None:
@@ -60,26 +60,6 @@ async def test_lost_session_then_rejoin(own_etcd: EtcdServer) -> None:
     await etcd.close()
 
 
-async def _leftovers(etcd: Etcd, layout: Layout, lease: int) -> None:
-    """What a node-a killed outright leaves: its node key and its partitions, under its lease."""
-    await etcd.put(layout.node("node-a"), encode({"node": "node-a"}), lease=lease)
-    for partition in range(PARTITIONS):
-        key = layout.partition(PartitionId(partition))
-        await etcd.put(key, encode({"node": "node-a"}), lease=lease)
-
-
-def _member(etcd: Etcd, layout: Layout, ledger: Ledger) -> Membership:
-    async def acquired(partition: PartitionId, epoch: int) -> bool:
-        ledger.acquired("node-a", partition, epoch)
-        return True
-
-    async def released(partition: PartitionId) -> None:
-        ledger.released("node-a", partition)
-
-    return Membership(etcd, layout, "node-a", ttl_s=3, on_acquired=acquired,
-                      on_released=released, default_partitions=PARTITIONS)  # fmt: skip
-
-
 async def test_a_node_restarted_after_a_kill_takes_its_share_before_its_old_lease_expires(
     own_etcd: EtcdServer,
 ) -> None:
@@ -88,9 +68,9 @@ async def test_a_node_restarted_after_a_kill_takes_its_share_before_its_old_leas
     layout, ledger = Layout(f"member-{uuid.uuid4().hex[:8]}"), Ledger()
     etcd = await Etcd.connect(own_etcd.endpoint, timeout_s=2)
     crashed = await etcd.grant(15)
-    await _leftovers(etcd, layout, crashed)
+    await leftovers(etcd, layout, crashed)
     began = asyncio.get_running_loop().time()
-    running = asyncio.create_task(_member(etcd, layout, ledger).run())
+    running = asyncio.create_task(member_a(etcd, layout, ledger).run())
     try:
         await asyncio.wait_for(
             owned_by(ledger, {PartitionId(p): "node-a" for p in range(PARTITIONS)}), 15
@@ -111,8 +91,8 @@ async def test_a_live_process_with_the_same_node_id_keeps_its_partitions(
     layout, ledger = Layout(f"member-{uuid.uuid4().hex[:8]}"), Ledger()
     etcd = await Etcd.connect(own_etcd.endpoint, timeout_s=2)
     live = await Session.open(etcd, ttl_s=3)  # the other process, keeping its lease alive
-    await _leftovers(etcd, layout, live.lease_id)
-    member = _member(etcd, layout, ledger)
+    await leftovers(etcd, layout, live.lease_id)
+    member = member_a(etcd, layout, ledger)
     running = asyncio.create_task(member.run())
     try:
         await asyncio.wait_for(member.joined.wait(), 15)

@@ -7,8 +7,7 @@ import asyncio
 import contextlib
 import uuid
 
-from tests.integration.coordinator.harness import Ledger
-from tests.integration.coordinator.test_membership import PARTITIONS, _leftovers, _member, owned_by
+from tests.integration.coordinator.harness import PARTITIONS, Ledger, leftovers, member_a, owned_by
 from wheel.coordinator.departures import LOST, departures
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
@@ -23,10 +22,10 @@ async def test_a_node_restarted_after_a_kill_records_its_previous_session_lost(
     layout, ledger = Layout(f"member-{uuid.uuid4().hex[:8]}"), Ledger()
     etcd = await Etcd.connect(local_services.etcd.endpoint)
     crashed = await etcd.grant(6)
-    await _leftovers(etcd, layout, crashed)
+    await leftovers(etcd, layout, crashed)
     mirror = PrefixMirror(etcd, layout.departed)
     await mirror.start()
-    running = asyncio.create_task(_member(etcd, layout, ledger).run())
+    running = asyncio.create_task(member_a(etcd, layout, ledger).run())
     try:
         await asyncio.wait_for(
             owned_by(ledger, {PartitionId(p): "node-a" for p in range(PARTITIONS)}), 15

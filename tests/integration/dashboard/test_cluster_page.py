@@ -12,14 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from playwright.async_api import Browser, Page, expect
 
-from tests.integration.dashboard.test_dashboard import (
-    SHOTS,
-    SIZES,
-    browser,  # noqa: F401  (a fixture)
-    node,  # noqa: F401  (a fixture)
-    sign_in,
-    tenant_token,
-)
+from tests.integration.dashboard.browsing import SHOTS, SIZES, sign_in, tenant_token
 from wheel.coordinator.departures import LEFT, LOST, Departure, add_takers, record
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
@@ -31,7 +24,7 @@ from wheel.store import Store
 
 
 @pytest.fixture
-async def idle_executor(store: Store, node: SchedulerNode) -> AsyncIterator[Executor]:  # noqa: F811
+async def idle_executor(store: Store, node: SchedulerNode) -> AsyncIterator[Executor]:
     registry = TaskRegistry()
 
     @registry.task("report")
@@ -54,7 +47,7 @@ async def idle_executor(store: Store, node: SchedulerNode) -> AsyncIterator[Exec
         await running.stop()
 
 
-async def _departed(node: SchedulerNode) -> tuple[Departure, Departure]:  # noqa: F811
+async def _departed(node: SchedulerNode) -> tuple[Departure, Departure]:
     """A node lost two minutes ago whose partitions the live node took, and one that left,
     written as the nodes write them (coordinator/departures.py)."""
     layout = Layout(node.config.cluster)
@@ -82,10 +75,10 @@ async def _within_width(page: Page, selector: str) -> None:
 
 
 async def test_a_lost_node_stays_on_the_cluster_page_with_its_takers(
-    node: SchedulerNode,  # noqa: F811
+    node: SchedulerNode,
     idle_executor: Executor,
     store: Store,
-    browser: Browser,  # noqa: F811
+    browser: Browser,
 ) -> None:
     lost, _ = await _departed(node)
     base = f"http://{node.dashboard_address}"

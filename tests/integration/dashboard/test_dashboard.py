@@ -11,95 +11,21 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import shutil
-import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, expect
 
 import wheel
-from tests.integration.nodes import NodeFactory
+from tests.integration.dashboard.browsing import ROOT, SHOTS, SIZES, sign_in, tenant_token
 from wheel.client import AsyncClient
-from wheel.executor.config import ExecutorConfig
-from wheel.executor.context import TaskContext
 from wheel.executor.executor import Executor
-from wheel.executor.tasks import TaskRegistry
 from wheel.model.executions import ExecutionStatus
 from wheel.model.jobs import Policies
 from wheel.scheduler.node import SchedulerNode
 from wheel.store import Store
 
-ROOT = Path(__file__).resolve().parents[3]
-SHOTS = Path(os.environ.get("WHEEL_SCREENSHOTS", ROOT / "build" / "screenshots"))
 README_SHOT = ROOT / "docs" / "screenshots" / "dashboard.png"
-SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
-
-
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert found, "the system's Chromium is needed: Debian's chromium package (.ci/run)"
-    return found
-
-
-@pytest.fixture
-async def node(start_node: NodeFactory) -> SchedulerNode:
-    started = await start_node(http_listen="127.0.0.1:0")
-    await started.ready.wait()
-    return started
-
-
-@pytest.fixture
-async def executor(store: Store, node: SchedulerNode) -> AsyncIterator[Executor]:
-    registry = TaskRegistry()
-
-    @registry.task("report")
-    async def report(context: TaskContext) -> None:
-        pass
-
-    @registry.task("flaky")
-    async def flaky(context: TaskContext) -> None:
-        raise RuntimeError("upstream refused the connection")
-
-    running = Executor(
-        ExecutorConfig(
-            executor_id=f"browser-{uuid.uuid4().hex[:6]}",
-            nodes=(node.address,),
-            pools={"default": 4},
-            token=(await store.tenants.create_executor_token("browser"))[1],
-        ),
-        registry,
-    )
-    await running.start()
-    try:
-        yield running
-    finally:
-        await running.stop()
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(
-            executable_path=chromium(), headless=True, args=["--no-sandbox"]
-        )
-        try:
-            yield launched
-        finally:
-            await launched.close()
-
-
-async def tenant_token(store: Store, name: str) -> str:
-    tenant = await store.tenants.create(f"{name}-{uuid.uuid4().hex[:6]}")
-    return (await store.tenants.create_token(tenant.id, "dashboard"))[1]
-
-
-async def sign_in(page: Page, base: str, token: str) -> None:
-    await page.goto(f"{base}/signin")
-    await page.fill("#token", token)
-    await page.click("button[type=submit]")
 
 
 def _made(directory: Path) -> list[Path]:

@@ -13,19 +13,11 @@ import pytest
 from playwright.async_api import Browser, expect
 
 import wheel
-from tests.integration.dashboard.test_dashboard import (
-    SIZES,
-    browser,
-    node,
-    sign_in,
-    tenant_token,
-)
+from tests.integration.dashboard.browsing import SIZES, sign_in, tenant_token
 from wheel.client import AsyncClient
 from wheel.schedule import next_transition
 from wheel.scheduler.node import SchedulerNode
 from wheel.store import Store
-
-__all__ = ["browser", "node"]  # the fixtures, shared with the dashboard's main test
 
 
 def _shown(instant: datetime, zone: str) -> str:

@@ -5,39 +5,18 @@ page at a time with a link to older ones; the runs still to come are "Next runs"
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Page, expect
 
 import wheel
-from tests.integration.dashboard.test_dashboard import SIZES, chromium, sign_in, tenant_token
-from tests.integration.nodes import NodeFactory
+from tests.integration.dashboard.browsing import SIZES, sign_in, tenant_token
 from wheel.client import AsyncClient
 from wheel.scheduler.node import SchedulerNode
 from wheel.store import Store
 
 PAST_MINUTES = 30
-
-
-@pytest.fixture
-async def node(start_node: NodeFactory) -> SchedulerNode:
-    started = await start_node(http_listen="127.0.0.1:0")
-    await started.ready.wait()
-    return started
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(
-            executable_path=chromium(), headless=True, args=["--no-sandbox"]
-        )
-        try:
-            yield launched
-        finally:
-            await launched.close()
 
 
 async def _history(page: Page) -> list[datetime]:

@@ -7,21 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import re
-import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Page, expect
 
 import wheel
-from tests.integration.dashboard.test_dashboard import SIZES, chromium, sign_in, tenant_token
-from tests.integration.nodes import NodeFactory
+from tests.integration.dashboard.browsing import SIZES, sign_in, tenant_token
 from wheel.client import AsyncClient
-from wheel.executor.config import ExecutorConfig
-from wheel.executor.context import TaskContext
 from wheel.executor.executor import Executor
-from wheel.executor.tasks import TaskRegistry
 from wheel.model.executions import ExecutionStatus
 from wheel.model.jobs import Policies
 from wheel.scheduler.node import SchedulerNode
@@ -29,53 +23,6 @@ from wheel.store import Store
 
 ENUM_NAME = re.compile(r"\b[A-Z]{2,}(_[A-Z]+)*\b")
 """IN_FLIGHT, SUCCEEDED, DEAD: what the page said instead of words."""
-
-
-@pytest.fixture
-async def node(start_node: NodeFactory) -> SchedulerNode:
-    started = await start_node(http_listen="127.0.0.1:0")
-    await started.ready.wait()
-    return started
-
-
-@pytest.fixture
-async def executor(store: Store, node: SchedulerNode) -> AsyncIterator[Executor]:
-    registry = TaskRegistry()
-
-    @registry.task("report")
-    async def report(context: TaskContext) -> None:
-        pass
-
-    @registry.task("flaky")
-    async def flaky(context: TaskContext) -> None:
-        raise RuntimeError("upstream refused the connection")
-
-    running = Executor(
-        ExecutorConfig(
-            executor_id=f"run-page-{uuid.uuid4().hex[:6]}",
-            nodes=(node.address,),
-            pools={"default": 4},
-            token=(await store.tenants.create_executor_token("run-page"))[1],
-        ),
-        registry,
-    )
-    await running.start()
-    try:
-        yield running
-    finally:
-        await running.stop()
-
-
-@pytest.fixture
-async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(
-            executable_path=chromium(), headless=True, args=["--no-sandbox"]
-        )
-        try:
-            yield launched
-        finally:
-            await launched.close()
 
 
 async def _dead_with(client: AsyncClient, execution_id: str, attempts: int) -> None:

@@ -11,8 +11,7 @@ import pytest
 from playwright.async_api import Browser, Page, expect
 
 import wheel
-from tests.integration.dashboard import test_dashboard as shared
-from tests.integration.dashboard.test_dashboard import SIZES, sign_in, tenant_token
+from tests.integration.dashboard.browsing import SHOTS, SIZES, sign_in, tenant_token
 from wheel.client import AsyncClient
 from wheel.executor.executor import Executor
 from wheel.model.executions import ExecutionStatus
@@ -21,7 +20,6 @@ from wheel.scheduler.node import SchedulerNode
 from wheel.store import Store
 
 # The browser test's fixtures: a node with its dashboard, an executor, Chromium.
-node, executor, browser = shared.node, shared.executor, shared.browser
 
 
 async def fits(page: Page, selector: str, width: int) -> None:
@@ -75,15 +73,15 @@ async def test_lists_say_why_runs_wait_and_flag_jobs_needing_attention(
         "succeeded"
     )
     await expect(page.locator("#runs")).not_to_contain_text("pending")
-    shared.SHOTS.mkdir(parents=True, exist_ok=True)
-    await page.screenshot(path=shared.SHOTS / f"attention-runs-{size}.png", full_page=True)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=SHOTS / f"attention-runs-{size}.png", full_page=True)
 
     # The job's page: its history says so, and the heading flags it.
     await page.goto(f"{base}/jobs/{typo.id}")
     await expect(page.locator("table .status").first).to_have_text("unserved")
     await expect(page.locator("h1 .attention")).to_have_text("1 unserved")
 
-    await page.screenshot(path=shared.SHOTS / f"attention-job-{size}.png", full_page=True)
+    await page.screenshot(path=SHOTS / f"attention-job-{size}.png", full_page=True)
 
     # The Jobs page flags the two jobs whose runs need attention, not the one that is fine.
     await page.goto(f"{base}/jobs")
@@ -108,5 +106,5 @@ async def test_lists_say_why_runs_wait_and_flag_jobs_needing_attention(
     await expect(page.locator("tbody")).to_contain_text("typo-job")
     await expect(page.locator("tbody")).to_contain_text("flaky-job")
     await expect(page.locator("tbody")).not_to_contain_text("fine-job")
-    await page.screenshot(path=shared.SHOTS / f"attention-jobs-{size}.png", full_page=True)
+    await page.screenshot(path=SHOTS / f"attention-jobs-{size}.png", full_page=True)
     await context.close()
