@@ -7,7 +7,7 @@ a receiver gets are the words `wheel executions explain` shows.
 from __future__ import annotations
 
 from wheel.errors import first_line
-from wheel.model.executions import ExecutionStatus, ordinal
+from wheel.model.executions import ExecutionStatus, of_try
 
 
 def settled(
@@ -21,15 +21,16 @@ def settled(
     """Why a dead, needs_review or skipped run is so; None for any other status. `attempt`
     counts the attempts of the run's current try, `tries` which try it is (a person's
     retry starts a new one)."""
-    of_try = f" of its {ordinal(tries)} try" if tries > 1 else ""
+    tried = of_try(tries)
     if status is ExecutionStatus.DEAD:
+        failed = f"failed all {attempt} attempts" if attempt != 1 else "failed its only attempt"
         return (
-            f"failed all {attempt} attempts{of_try} (last error: {first_line(error) or 'none'}); "
+            f"{failed}{tried} (last error: {first_line(error) or 'none'}); "
             "retry it with `wheel executions retry`"
         )
     if status is ExecutionStatus.NEEDS_REVIEW:
         return (
-            f"attempt {attempt}{of_try} failed or was lost and the job is not idempotent: "
+            f"attempt {attempt}{tried} failed or was lost and the job is not idempotent: "
             "a person decides (`wheel executions retry` or `cancel`)"
         )
     if status is ExecutionStatus.SKIPPED:

@@ -74,7 +74,7 @@ async def test_a_notification_arrives_signed_with_the_run_and_explains_it(store:
     assert run["scheduled_for"] == key.scheduled_for.astimezone(UTC).strftime(
         "%Y-%m-%dT%H:%M:%S.%fZ"
     )
-    assert doc["summary"].startswith("failed all 1 attempts (last error: boom 0)")
+    assert doc["summary"].startswith("failed its only attempt (last error: boom 0)")
     (delivery,) = await store.outbox.of_run(owner.id, key)
     assert (delivery.state, delivery.tries, delivery.last_status_code) == (
         DeliveryState.DELIVERED, 1, 200,

@@ -234,7 +234,11 @@ async def test_a_url_stored_before_the_check_is_rejected_at_once(
     job = await posted(client, "https://hooks.example.com/run", max_attempts=3,
                        at=datetime.now(UTC) + timedelta(seconds=2))  # fmt: skip
     with psycopg.connect(database_dsn, autocommit=True) as conn:
-        conn.execute("UPDATE jobs SET http_url = 'http://2852039166/' WHERE id = %s", (job.id,))
+        stored = HttpTask("http://2852039166/")  # as such a job was made: its type from its URL
+        conn.execute(
+            "UPDATE jobs SET http_url = %s, task_type = %s WHERE id = %s",
+            (stored.url, stored.task_type, job.id),
+        )
     run = await final(client, job)
     assert run.status is ExecutionStatus.DEAD
     (attempt,) = run.attempts
