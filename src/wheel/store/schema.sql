@@ -525,7 +525,11 @@ AS $$
     WITH owned AS (
         -- The partitions whose epoch is still the caller's, as one array: each key's
         -- check is then a scan of a small array, not a join.
-        SELECT array_agg(pe.partition) AS partitions, min(pe.node_id) AS node_id
+        -- `decided_at`: the statement's one instant. Every decision and every time it records
+        -- (missed, due, how long a run waited, dispatched_at, a lease) reads it, so a
+        -- reason is true of the instant the run's row says it was decided.
+        SELECT array_agg(pe.partition) AS partitions, min(pe.node_id) AS node_id,
+               clock_timestamp() AS decided_at
         FROM (
             SELECT pe.partition, pe.node_id
             FROM partition_epochs pe
@@ -539,13 +543,13 @@ AS $$
         SELECT e.job_id, e.scheduled_for, e.fire_at, e.tenant_id, e.partition, e.trigger,
                e.attempt, w.executor_id, w.instance, w.ord, w.waited, j.overlap, j.misfire,
                j.misfire_grace_ms, j.misfire_replay_cap,
-               e.fire_at > clock_timestamp() + make_interval(secs => p_ahead_s) AS early,
+               e.fire_at > (SELECT o.decided_at FROM owned o) + make_interval(secs => p_ahead_s) AS early,
                -- Missed: a scheduled first attempt past its instant and its grace (a
                -- second at least: one due less than that ago is being claimed, not
                -- waiting for anything).
                e.trigger = 'schedule' AND e.attempt = 0
                    AND e.fire_at + make_interval(secs => greatest(j.misfire_grace_ms, 1000) / 1000.0)
-                       < clock_timestamp() AS missed
+                       < (SELECT o.decided_at FROM owned o) AS missed
         FROM unnest(p_job_ids, p_scheduled_fors, p_executor_ids, p_instances,
                     coalesce(p_waited, array_fill(''::text, ARRAY[cardinality(p_job_ids)])))
              WITH ORDINALITY AS w (job_id, scheduled_for, executor_id, instance, waited, ord)
@@ -623,14 +627,14 @@ AS $$
                    WHEN b.busy_at IS NULL THEN 'claimed'
                    WHEN b.overlap = 'skip' AND b.trigger = 'schedule' AND b.attempt = 0
                         AND b.busy_dispatched_at <= b.fire_at
-                        AND b.busy_fire_at <= clock_timestamp()
+                        AND b.busy_fire_at <= (SELECT o.decided_at FROM owned o)
                        THEN 'skipped'
                    ELSE 'blocked'
                END AS state,
                CASE
                    WHEN b.missed THEN
                        'misfire: waited '
-                       || wheel_readable(extract(epoch FROM clock_timestamp() - b.fire_at))
+                       || wheel_readable(extract(epoch FROM (SELECT o.decided_at FROM owned o) - b.fire_at))
                        || CASE WHEN b.waited <> '' THEN ' ' || b.waited ELSE '' END
                        || CASE WHEN b.misfire_grace_ms = 0 THEN ', and its job allows no grace'
                                ELSE ', past its ' || wheel_readable(b.misfire_grace_ms / 1000.0)
@@ -645,7 +649,7 @@ AS $$
                    WHEN b.busy_status = 'running' THEN
                        'overlap: run ' || wheel_execution_id(b.job_id, b.busy_at)
                        || ' was still running (started '
-                       || wheel_readable(extract(epoch FROM clock_timestamp()
+                       || wheel_readable(extract(epoch FROM (SELECT o.decided_at FROM owned o)
                                                  - coalesce(b.busy_started_at, b.busy_fire_at)))
                        || ' before, on ' || coalesce(b.busy_executor, 'an executor')
                        || ') (policy skip)'
@@ -653,10 +657,10 @@ AS $$
                        'overlap: run ' || wheel_execution_id(b.job_id, b.busy_at)
                        || ' was in flight (handed to ' || coalesce(b.busy_executor, 'an executor')
                        || ' '
-                       || wheel_readable(extract(epoch FROM clock_timestamp()
+                       || wheel_readable(extract(epoch FROM (SELECT o.decided_at FROM owned o)
                                                  - b.busy_dispatched_at))
                        || ' before, due '
-                       || wheel_readable(extract(epoch FROM clock_timestamp() - b.busy_fire_at))
+                       || wheel_readable(extract(epoch FROM (SELECT o.decided_at FROM owned o) - b.busy_fire_at))
                        || ' before, no result yet) (policy skip)'
                END AS reason
         FROM busy b
@@ -665,7 +669,7 @@ AS $$
         SELECT p.*,
                row_number() OVER (
                    PARTITION BY p.tenant_id, p.state = 'claimed',
-                                p.fire_at <= clock_timestamp() + interval '1 second'
+                                p.fire_at <= (SELECT o.decided_at FROM owned o) + interval '1 second'
                    ORDER BY p.ord) AS nth
         FROM picked p
     ), room AS (
@@ -684,7 +688,7 @@ AS $$
                CASE WHEN r.state = 'claimed'
                          -- The cap holds back runs due now; one handed over ahead of its
                          -- instant goes (a planned spike starts on time) and counts.
-                         AND r.fire_at <= clock_timestamp() + interval '1 second'
+                         AND r.fire_at <= (SELECT o.decided_at FROM owned o) + interval '1 second'
                          AND r.nth > coalesce((SELECT m.free FROM room m WHERE m.id = r.tenant_id), 0)
                     THEN 'capped' ELSE r.state END AS state
         FROM ranked r
@@ -694,8 +698,8 @@ AS $$
             fence = e.fence + 1,
             attempt = e.attempt + 1,
             -- A run handed over ahead of its instant keeps a whole lease past it.
-            lease_until = greatest(clock_timestamp(), e.fire_at) + make_interval(secs => p_lease_s),
-            dispatched_at = clock_timestamp(),
+            lease_until = greatest((SELECT o.decided_at FROM owned o), e.fire_at) + make_interval(secs => p_lease_s),
+            dispatched_at = (SELECT o.decided_at FROM owned o),
             executor_id = p.executor_id,
             executor_instance = p.instance,
             started_at = NULL,
@@ -712,7 +716,7 @@ AS $$
         UPDATE executions e
         SET status = 'skipped',
             reason = p.reason,
-            finished_at = clock_timestamp()
+            finished_at = (SELECT o.decided_at FROM owned o)
         FROM decided p
         WHERE e.job_id = p.job_id AND e.scheduled_for = p.scheduled_for
           AND e.scheduled_for BETWEEN p_first AND p_last
