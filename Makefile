@@ -47,6 +47,7 @@ bench: $(VENV)/.installed-test
 	$(PY) benchmarks/materialiser_bench.py
 	$(PY) benchmarks/timingwheel_bench.py --quick  # full run: no --quick, ~25 min
 	PYTHONPATH=. $(PY) benchmarks/cli_startup.py  # the wheel command against curl (~1 min)
+	$(PY) benchmarks/attention_bench.py  # the Jobs list's attention flags against the list (~1 min)
 
 # The whole system on this machine: wheel on 1x1 and 2x2 (nodes x executors) and pgqueuer
 # on the same durable Postgres (~30 min; figures in docs/benchmarks.md).
