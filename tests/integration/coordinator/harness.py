@@ -98,7 +98,8 @@ async def converged(ledger: Ledger, nodes: list[Node]) -> None:
     await until_settled(ledger, [n.name for n in nodes])
 
 
-PARTITIONS = 16
+MEMBER_PARTITIONS = 16
+"""The partitions of the single-member tests (test_membership, test_restart_departure)."""
 
 
 async def owned_by(ledger: Ledger, expected: dict[PartitionId, str]) -> None:
@@ -109,7 +110,7 @@ async def owned_by(ledger: Ledger, expected: dict[PartitionId, str]) -> None:
 async def leftovers(etcd: Etcd, layout: Layout, lease: int) -> None:
     """What a node-a killed outright leaves: its node key and its partitions, under its lease."""
     await etcd.put(layout.node("node-a"), encode({"node": "node-a"}), lease=lease)
-    for partition in range(PARTITIONS):
+    for partition in range(MEMBER_PARTITIONS):
         key = layout.partition(PartitionId(partition))
         await etcd.put(key, encode({"node": "node-a"}), lease=lease)
 
@@ -123,4 +124,4 @@ def member_a(etcd: Etcd, layout: Layout, ledger: Ledger) -> Membership:
         ledger.released("node-a", partition)
 
     return Membership(etcd, layout, "node-a", ttl_s=3, on_acquired=acquired,
-                      on_released=released, default_partitions=PARTITIONS)  # fmt: skip
+                      on_released=released, default_partitions=MEMBER_PARTITIONS)  # fmt: skip

@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from tests.integration.coordinator.harness import (
-    PARTITIONS,
+    MEMBER_PARTITIONS,
     SLACK_S,
     Ledger,
     leftovers,
@@ -40,9 +40,9 @@ async def test_lost_session_then_rejoin(own_etcd: EtcdServer) -> None:
         ledger.released("node-a", partition)
 
     member = Membership(etcd, layout, "node-a", ttl_s=1, on_acquired=acquired,
-                        on_released=released, default_partitions=PARTITIONS)  # fmt: skip
+                        on_released=released, default_partitions=MEMBER_PARTITIONS)  # fmt: skip
     running = asyncio.create_task(member.run())
-    everything = {PartitionId(p): "node-a" for p in range(PARTITIONS)}
+    everything = {PartitionId(p): "node-a" for p in range(MEMBER_PARTITIONS)}
     await asyncio.wait_for(owned_by(ledger, everything), 1 + SLACK_S)
 
     os.kill(own_etcd.process.pid, signal.SIGSTOP)
@@ -73,7 +73,7 @@ async def test_a_node_restarted_after_a_kill_takes_its_share_before_its_old_leas
     running = asyncio.create_task(member_a(etcd, layout, ledger).run())
     try:
         await asyncio.wait_for(
-            owned_by(ledger, {PartitionId(p): "node-a" for p in range(PARTITIONS)}), 15
+            owned_by(ledger, {PartitionId(p): "node-a" for p in range(MEMBER_PARTITIONS)}), 15
         )
         took_s = asyncio.get_running_loop().time() - began
         assert took_s < 15 * 2 / 3, f"{took_s:.1f} s: it waited for the lease to run out"

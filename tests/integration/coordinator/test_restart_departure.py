@@ -7,7 +7,13 @@ import asyncio
 import contextlib
 import uuid
 
-from tests.integration.coordinator.harness import PARTITIONS, Ledger, leftovers, member_a, owned_by
+from tests.integration.coordinator.harness import (
+    MEMBER_PARTITIONS,
+    Ledger,
+    leftovers,
+    member_a,
+    owned_by,
+)
 from wheel.coordinator.departures import LOST, departures
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
@@ -28,17 +34,17 @@ async def test_a_node_restarted_after_a_kill_records_its_previous_session_lost(
     running = asyncio.create_task(member_a(etcd, layout, ledger).run())
     try:
         await asyncio.wait_for(
-            owned_by(ledger, {PartitionId(p): "node-a" for p in range(PARTITIONS)}), 15
+            owned_by(ledger, {PartitionId(p): "node-a" for p in range(MEMBER_PARTITIONS)}), 15
         )
         while True:  # until its own take-over of every partition is recorded
             changed = mirror.changed
             found = await departures(etcd, layout)
-            if found and len(found[0].taken) == PARTITIONS:
+            if found and len(found[0].taken) == MEMBER_PARTITIONS:
                 break
             await asyncio.wait_for(changed.wait(), 10)
         [departure] = found
         assert (departure.node_id, departure.lease, departure.state) == ("node-a", crashed, LOST)
-        assert set(departure.held) == set(range(PARTITIONS))
+        assert set(departure.held) == set(range(MEMBER_PARTITIONS))
         assert set(departure.taken.values()) == {"node-a"}, "taken back by its next session"
     finally:
         running.cancel()
