@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel.api import convert
 from wheel.api.server.served import ServedView
-from wheel.api.server.waiting import Waiting, WaitingReader
+from wheel.api.server.waiting import Waiting, WaitingReader, when
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout, decode
 from wheel.durations import readable
@@ -75,10 +75,6 @@ _JUST_DUE_S = 1.0
 """A run due less than this long ago is being claimed, not waiting for anything."""
 _CLAIMING = timedelta(seconds=_JUST_DUE_S)
 """Nor is it missed, whatever its grace (the claim's misfire rule draws the same line)."""
-
-
-def _when(instant: datetime) -> str:
-    return instant.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Explainer:
@@ -134,9 +130,9 @@ class Explainer:
         # names the run's instant, not the later time as if it were made to fire then.
         moved = execution.attempt > 0 or execution.retries
         to_fire = (
-            f"for {_when(execution.key.scheduled_for)}"
+            f"for {when(execution.key.scheduled_for)}"
             if moved
-            else f"to fire at {_when(execution.fire_at)}"
+            else f"to fire at {when(execution.fire_at)}"
         )
         _step(
             result,
@@ -150,7 +146,7 @@ class Explainer:
                 result,
                 retry.at,
                 "retried",
-                f"by {retry.by} at {_when(retry.at)}: its {ordinal(tried)} try, "
+                f"by {retry.by} at {when(retry.at)}: its {ordinal(tried)} try, "
                 f"with the job's {max_attempts} attempts",
             )
         for attempt in execution.attempts:
@@ -215,7 +211,7 @@ class Explainer:
             return V.IN_FLIGHT, (
                 f"{status.value} on {where}, fired by {execution.claimed_by or 'a node'} with "
                 f"fence {execution.fence}; its lease runs to "
-                f"{_when(execution.lease_until or execution.fire_at)}"
+                f"{when(execution.lease_until or execution.fire_at)}"
             )
         said = settled(status, attempt=attempt, error=execution.error, reason=reason, tries=tries)
         if status is ExecutionStatus.DEAD:
@@ -280,16 +276,16 @@ class Explainer:
         schedule = job.spec.schedule
         plan = compile_schedule(schedule, job.id, now=job.created_at)
         if plan.one_off is not None:
-            return V.NOT_AN_OCCURRENCE, f"the job runs once, at {_when(plan.one_off)}"
+            return V.NOT_AN_OCCURRENCE, f"the job runs once, at {when(plan.one_off)}"
         if schedule.starts_at is not None and instant < schedule.starts_at:
-            return V.OUTSIDE_BOUNDS, f"before the job's start, {_when(schedule.starts_at)}"
+            return V.OUTSIDE_BOUNDS, f"before the job's start, {when(schedule.starts_at)}"
         if schedule.ends_at is not None and instant > schedule.ends_at:
-            return V.OUTSIDE_BOUNDS, f"after the job's end, {_when(schedule.ends_at)}"
+            return V.OUTSIDE_BOUNDS, f"after the job's end, {when(schedule.ends_at)}"
         found = [o for o in plan.runs(instant, instant + timedelta(microseconds=1), skipped=True)
                  if o.instant == instant]  # fmt: skip
         if not found:
             following = plan.next_runs(instant, 1)
-            hint = f"; the next is at {_when(following[0].instant)}" if following else ""
+            hint = f"; the next is at {when(following[0].instant)}" if following else ""
             return (
                 V.NOT_AN_OCCURRENCE,
                 f"{schedule.cron!r} in {schedule.time_zone} has no run then{hint}",
@@ -300,11 +296,11 @@ class Explainer:
             return V.JOB_DELETED, "its job is deleted"
         if instant < job.created_at:
             return V.NOT_MATERIALISED, (
-                f"before the job was created ({_when(job.created_at)}): "
+                f"before the job was created ({when(job.created_at)}): "
                 "`wheel jobs backfill` makes it"
             )
         if job.materialised_to is None or instant >= job.materialised_to:
-            made = _when(job.materialised_to) if job.materialised_to else "nothing yet"
+            made = when(job.materialised_to) if job.materialised_to else "nothing yet"
             return V.NOT_MATERIALISED, (
                 f"not materialised yet (made up to {made}); the owner makes runs a horizon ahead"
             )
@@ -328,7 +324,7 @@ def _notified(result: api.Explanation, delivery: Delivery) -> None:
             f"{about}: {tries}, the last: {delivery.last_error or 'no answer'}",
         )
     elif delivery.last_error:
-        next_at = _when(delivery.next_at) if delivery.next_at else "soon"
+        next_at = when(delivery.next_at) if delivery.next_at else "soon"
         _step(
             result,
             delivery.created_at,

@@ -96,7 +96,8 @@ class Facts:
     tenant: Tenant | None = None
 
 
-def _when(instant: datetime) -> str:
+def when(instant: datetime) -> str:
+    """An instant as the lists and explain write it: UTC, milliseconds, "Z"."""
     return instant.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -112,9 +113,9 @@ def not_due(job: Job, execution: Execution, now: datetime) -> Why | None:
             return Why(
                 Waiting.RETRYING,
                 f"attempt {attempt}{tried} failed ({first_line(execution.error)}); "
-                f"attempt {attempt + 1} fires at {_when(execution.fire_at)}",
+                f"attempt {attempt + 1} fires at {when(execution.fire_at)}",
             )
-        return Why(Waiting.WAITING, f"fires at {_when(execution.fire_at)}")
+        return Why(Waiting.WAITING, f"fires at {when(execution.fire_at)}")
     if (
         job.spec.schedule.kind is ScheduleKind.CRON
         and execution.trigger is Trigger.SCHEDULE
