@@ -151,7 +151,14 @@ class Claims:
                 if not taken:
                     break
                 batch: list[tuple[Ready, Link]] = []
+                displaced: list[tuple[Ready, Ready]] = []
                 for item in taken:
+                    if self._overlap.waits_behind(item):
+                        item.waited = "behind its job's run in flight"
+                        pair = self._overlap.queue_behind(item)
+                        if pair is not None:
+                            displaced.append(pair)
+                        continue
                     if not self._breakers.allow(item.task_type, now_s):
                         self._aside.park(item)
                         continue
@@ -163,6 +170,8 @@ class Claims:
                         deferred.append(item)  # its executors have no credit left now
                     else:
                         self._aside.set_unserved(item)
+                if displaced:
+                    self._spawn(self._skip_displaced(displaced))
                 if not batch:
                     continue
                 for item, _ in batch:
@@ -279,17 +288,21 @@ class Claims:
             if item.key not in answered:
                 self._forget(item.key)  # not claimable: paused, edited, or not ours any more
         if overlapped:
-            try:
-                skipped = await self._occurrences.skip_queued(
-                    [(item.key, queued.key) for item, queued in overlapped]
-                )
-            except WheelError as exc:  # still pending: the catch-up scan brings them back
-                log.warning("engine.skip_failed", extra={"error": str(exc)})
-                return
-            # One whose job had nothing in flight any more stays pending: the catch-up
-            # brings it back.
-            self._stats.skipped_overlap += len(skipped)
-            self._observer.skipped("overlap", len(skipped))
+            await self._skip_displaced(overlapped)
+
+    async def _skip_displaced(self, overlapped: list[tuple[Ready, Ready]]) -> None:
+        """Record the runs overlap 'queue' skipped, each with the one queued instead."""
+        try:
+            skipped = await self._occurrences.skip_queued(
+                [(item.key, queued.key) for item, queued in overlapped]
+            )
+        except WheelError as exc:  # still pending: the catch-up scan brings them back
+            log.warning("engine.skip_failed", extra={"error": str(exc)})
+            return
+        # One whose job had nothing in flight any more stays pending: the catch-up
+        # brings it back.
+        self._stats.skipped_overlap += len(skipped)
+        self._observer.skipped("overlap", len(skipped))
 
     def _dispatch(
         self, claimed: Claimed, item: Ready, link: Link, now: datetime, expires_s: float

@@ -16,7 +16,11 @@ blocked run is not claimed again and again:
   every such run waits, in instant order, and the claim decides again when
   the one ahead has finished (the misfire policy, for one past its grace).
 
-Only one run of such a job is in a claim at a time (`claiming`). When the
+Only one run of such a job is in a claim at a time (`claiming`), and a run
+of a 'queue' or 'skip' job is not sent to a claim while an earlier run of it
+waits here (`waits_behind`): it joins the queue at once. Otherwise the claim
+of a later run could land just after the running one's result and take the
+place of the one queued. When the
 running one finishes, the first waiting one is released; the catch-up
 releases them all from time to time, since the predecessor may have finished
 on another node. Everything here is also pending in Postgres: dropping it
@@ -54,6 +58,16 @@ class OverlapQueues:
             return True
         heads.add(job_id)
         return False
+
+    def waits_behind(self, item: Ready) -> bool:
+        """Whether a 'queue' or 'skip' run must wait behind an earlier run of its job that
+        waits here, rather than go to a claim ('wait' runs are ordered by `behind_head`)."""
+        if item.overlap not in ("queue", "skip"):
+            return False
+        waiting = self.blocked.get(item.key.job_id)
+        if not waiting:
+            return False
+        return waiting[0].key.scheduled_for < item.key.scheduled_for
 
     def queue_behind(self, item: Ready) -> tuple[Ready, Ready] | None:
         """Wait behind the job's running run; returns the one the policy skips, with the one
