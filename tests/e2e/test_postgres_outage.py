@@ -15,7 +15,7 @@ it. After every outage:
 - every run ends succeeded (none lost), and no result was accepted with a
   fence other than the run's latest (none stale).
 
-Without the fixes of issue 25 the node stops dispatching for good after the
+Without its fixes, the node stops dispatching for good after the
 first outage (its executor's link is held back and never heard again), or
 resumes only at the pool's next reconnect attempt.
 """

