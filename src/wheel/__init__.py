@@ -27,6 +27,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from wheel._version import __distribution__, __version__
+
 if TYPE_CHECKING:
     from wheel.client.aio import AsyncClient
     from wheel.client.schedules import at, cron, now
@@ -36,9 +38,6 @@ if TYPE_CHECKING:
     from wheel.executor.tasks import task
     from wheel.model.http_tasks import HttpTask
     from wheel.model.jobs import MisfirePolicy, OverlapPolicy, Policies
-
-__distribution__ = "wheel-scheduler"
-__version__ = "0.1.0"
 
 _LAZY = {
     "AsyncClient": "wheel.client.aio",

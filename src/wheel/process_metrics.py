@@ -33,7 +33,7 @@ from prometheus_client import (
     ProcessCollector,
 )
 
-from wheel import __version__
+from wheel._version import __version__
 
 Role = Literal["scheduler", "executor"]
 

@@ -15,6 +15,8 @@
 - `verify_http_task`: an HTTP task endpoint's check of a request (signature, run, age).
 """
 
+from wheel.api.signature import verify as verify_webhook
+from wheel.api.signature import verify_http_task
 from wheel.client.aio import AsyncClient
 from wheel.client.schedules import at, cron, now
 from wheel.client.sync import Client
@@ -38,8 +40,6 @@ from wheel.client.types import (
     Verdict,
     Webhook,
 )
-from wheel.http_tasks.headers import verify_http_task
-from wheel.notify.signature import verify as verify_webhook
 
 __all__ = [
     "AsyncClient",

@@ -45,8 +45,8 @@ from typing import TYPE_CHECKING, TypeAlias, TypeVar
 import grpc
 import grpc.aio
 
-from wheel import __version__
 from wheel._proto.wheel.v1 import api_pb2_grpc as api_grpc
+from wheel._version import __version__
 from wheel.api.status import from_status
 from wheel.errors import ConfigError, DeadlineExceeded, Unavailable, WheelError
 

@@ -23,11 +23,10 @@ from datetime import datetime
 
 import aiohttp
 
+from wheel.api import signature
 from wheel.errors import type_name
-from wheel.http_tasks import headers as h
 from wheel.model.executions import Outcome
 from wheel.notify.egress import EgressPolicy, EgressRefused, checked_session
-from wheel.notify.signature import sign
 
 RETRIED_CLIENT_ERRORS = frozenset({408, 425, 429})
 _ERROR_LIMIT = 300
@@ -52,25 +51,25 @@ class Request:
     traceparent: str | None = None
 
     def headers(self, timestamp: int) -> dict[str, str]:
-        signature = sign(
+        signed = signature.sign(
             self.secrets,
             self.body,
             timestamp,
-            bound=h.bound(self.execution_id, self.attempt, self.fence),
+            bound=signature.bound(self.execution_id, self.attempt, self.fence),
         )
         sent = {
             "Content-Type": content_type(self.body),
-            h.IDEMPOTENCY_KEY: self.execution_id,
-            h.EXECUTION_ID: self.execution_id,
-            h.JOB_ID: self.job_id,
-            h.ATTEMPT: str(self.attempt),
-            h.FENCE: str(self.fence),
-            h.SCHEDULED_FOR: self.scheduled_for.isoformat().replace("+00:00", "Z"),
-            h.DEADLINE: self.deadline.isoformat().replace("+00:00", "Z"),
-            h.SIGNATURE: signature,
+            signature.IDEMPOTENCY_KEY: self.execution_id,
+            signature.EXECUTION_ID: self.execution_id,
+            signature.JOB_ID: self.job_id,
+            signature.ATTEMPT: str(self.attempt),
+            signature.FENCE: str(self.fence),
+            signature.SCHEDULED_FOR: self.scheduled_for.isoformat().replace("+00:00", "Z"),
+            signature.DEADLINE: self.deadline.isoformat().replace("+00:00", "Z"),
+            signature.HEADER: signed,
         }
         if self.traceparent:
-            sent[h.TRACEPARENT] = self.traceparent
+            sent[signature.TRACEPARENT] = self.traceparent
         return sent
 
 

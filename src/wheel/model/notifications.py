@@ -2,7 +2,7 @@
 
 A run that ends dead, waits for review or is skipped can be announced with an
 HTTP POST to a URL the tenant chose, signed with the tenant's secret
-(`wheel.notify.signature`). Which of those statuses are announced is the
+(`wheel.api.signature`). Which of those statuses are announced is the
 tenant's choice; skipped is opt-in, because a frequent job whose overlap
 policy skips is routine, not news.
 """

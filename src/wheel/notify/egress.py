@@ -30,7 +30,7 @@ import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 
-from wheel import __distribution__, __version__
+from wheel._version import __distribution__, __version__
 from wheel.errors import InvalidArgument
 from wheel.model.notifications import DEFAULT_DENIED
 from wheel.model.urls import Address, Target, parse_url

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.unit.answering import answering, refusing_url
+from wheel.api.signature import verify_http_task
 from wheel.errors import BadSignature
 from wheel.http_tasks.call import Caller, Request, content_type, outcome_of
-from wheel.http_tasks.headers import verify_http_task
 from wheel.model.executions import Outcome
 from wheel.model.notifications import DEFAULT_DENIED
 from wheel.notify.egress import EgressPolicy

@@ -7,8 +7,8 @@ import hmac
 
 import pytest
 
+from wheel.api.signature import sign, verify
 from wheel.errors import BadSignature
-from wheel.notify.signature import sign, verify
 
 SECRET = "whsec_" + "ab" * 32
 BODY = b'{"id":"n-1","type":"execution.dead"}'
