@@ -165,7 +165,8 @@ def _open(handler: Handler) -> Handler:
 
     async def handle(request: web.Request) -> web.StreamResponse:
         request = request.clone(client_max_size=MAX_FORM_BYTES)
-        return _refused_cross_site(request) or await handler(request)
+        refused = _refused_cross_site(request)
+        return refused if refused is not None else await handler(request)
 
     return handle
 
