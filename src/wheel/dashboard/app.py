@@ -1,9 +1,9 @@
 """The dashboard's HTTP side: routes, the sign-in, sessions and CSRF, errors as pages.
 
-    runner = await start_dashboard("0.0.0.0:8080", api_endpoint="127.0.0.1:7070")
-    ...
-    await runner.cleanup()
+    add_routes(app, DashboardSettings("127.0.0.1:7070"))   # app: the node's (scheduler.http)
 
+The dashboard's routes go into the node's HTTP application beside the JSON API, and each
+carries its own checks (`_signed_in`, `_open`): nothing here runs for another route.
 Every page but the sign-in needs a session; every form that changes something
 carries the session's CSRF token, and another site's form is refused by its
 Origin (the cookie is SameSite=Lax besides, so no other site's POST carries
@@ -37,8 +37,6 @@ import jinja2
 import yarl
 from aiohttp import web
 
-from wheel.api.server.jobs import MAX_REQUEST_BYTES
-from wheel.api.server.json_gateway import JsonGateway
 from wheel.client.aio import AsyncClient
 from wheel.dashboard import pages
 from wheel.dashboard.sessions import Session, Sessions
@@ -151,51 +149,76 @@ def signed_in_redirect(session_id: str, after: str, *, secure: bool) -> web.HTTP
     return response
 
 
-@web.middleware
-async def signed_in(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Attach the session; send a browser without one to the sign-in; on POST refuse other
-    sites' forms (Origin) and check the session's CSRF token."""
+MAX_FORM_BYTES = 64 * 1024
+"""Largest request a dashboard route reads: its forms are a token or a list of run ids."""
+
+
+def _refused_cross_site(request: web.Request) -> web.Response | None:
     if request.method == "POST" and _cross_site(request):
         return render(request, "error.html", status=403,
                       message="A form from another site cannot act here.")  # fmt: skip
-    if request.path.startswith(("/static/", "/wheel.v1.")) or request.path == "/signin":
-        return await handler(request)  # the API's calls carry their own bearer token
-    background = request.query.get("fragment") == "1"
-    session = request.app[_SESSIONS].get(request.cookies.get(COOKIE), touch=not background)
-    if session is None:
-        target = request.path_qs if request.method == "GET" and not background else "/jobs"
-        raise web.HTTPSeeOther(f"/signin?next={urllib.parse.quote(target, safe='')}")
-    request[_SESSION] = session
-    if request.method == "POST":
-        form = await request.post()
-        given = form.get("csrf")
-        if not session.csrf_ok(given if isinstance(given, str) else None):
-            return render(request, "error.html", status=403, message="This form has expired:"
-                          " reload the page and try again.")  # fmt: skip
-    try:
-        return await handler(request)
-    except Unauthenticated:
-        await request.app[_SESSIONS].close(session.id)
-        response = web.HTTPSeeOther("/signin?expired=1")
-        response.del_cookie(COOKIE)
-        raise response from None
-    except NotFound as exc:
-        return render(request, "error.html", status=404, message=str(exc))
-    except Unavailable as exc:
-        return render(request, "error.html", status=503, message=str(exc))
-    except WheelError as exc:
-        return render(request, "error.html", status=400, message=str(exc))
-    except web.HTTPException:
-        raise
-    except Exception:
-        reference = secrets.token_hex(6)
-        log.exception("dashboard.internal_error", extra={"reference": reference})
-        return render(
-            request,
-            "error.html",
-            status=500,
-            message=f"Something went wrong (reference {reference} in the node's log).",
-        )
+    return None
+
+
+def _open(handler: Handler) -> Handler:
+    """A route anyone may reach (the sign-in): another site's form is refused all the same."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        request = request.clone(client_max_size=MAX_FORM_BYTES)
+        refused = _refused_cross_site(request)
+        return refused if refused is not None else await handler(request)
+
+    return handle
+
+
+def _signed_in(handler: Handler) -> Handler:
+    """A route for signed-in browsers: attach the session or send the browser to the sign-in;
+    on POST refuse other sites' forms (Origin) and check the session's CSRF token; show an
+    API error as a page."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        request = request.clone(client_max_size=MAX_FORM_BYTES)
+        refused = _refused_cross_site(request)
+        if refused is not None:
+            return refused
+        background = request.query.get("fragment") == "1"
+        session = request.app[_SESSIONS].get(request.cookies.get(COOKIE), touch=not background)
+        if session is None:
+            target = request.path_qs if request.method == "GET" and not background else "/jobs"
+            raise web.HTTPSeeOther(f"/signin?next={urllib.parse.quote(target, safe='')}")
+        request[_SESSION] = session
+        if request.method == "POST":
+            form = await request.post()
+            given = form.get("csrf")
+            if not session.csrf_ok(given if isinstance(given, str) else None):
+                return render(request, "error.html", status=403, message="This form has expired:"
+                              " reload the page and try again.")  # fmt: skip
+        try:
+            return await handler(request)
+        except Unauthenticated:
+            await request.app[_SESSIONS].close(session.id)
+            response = web.HTTPSeeOther("/signin?expired=1")
+            response.del_cookie(COOKIE)
+            raise response from None
+        except NotFound as exc:
+            return render(request, "error.html", status=404, message=str(exc))
+        except Unavailable as exc:
+            return render(request, "error.html", status=503, message=str(exc))
+        except WheelError as exc:
+            return render(request, "error.html", status=400, message=str(exc))
+        except web.HTTPException:
+            raise
+        except Exception:
+            reference = secrets.token_hex(6)
+            log.exception("dashboard.internal_error", extra={"reference": reference})
+            return render(
+                request,
+                "error.html",
+                status=500,
+                message=f"Something went wrong (reference {reference} in the node's log).",
+            )
+
+    return handle
 
 
 async def signin_page(request: web.Request) -> web.Response:
@@ -270,51 +293,39 @@ async def _root(request: web.Request) -> web.StreamResponse:
     raise web.HTTPSeeOther("/jobs")
 
 
-def make_app(
-    settings: DashboardSettings, sessions: Sessions | None = None, api: JsonGateway | None = None
-) -> web.Application:
-    """The dashboard's pages, and with `api` the public API over HTTP/JSON beside them."""
-    limit = MAX_REQUEST_BYTES if api is not None else 64 * 1024
-    app = web.Application(middlewares=[signed_in], client_max_size=limit)
-    if api is not None:
-        api.add_routes(app)
+def add_routes(
+    app: web.Application, settings: DashboardSettings, sessions: Sessions | None = None
+) -> None:
+    """Add the dashboard's pages to `app` (the node's HTTP application, `wheel.scheduler.http`):
+    its checks run on its own routes only, and no other route passes through them."""
     app[_SESSIONS] = sessions or Sessions()
     app[_SETTINGS] = settings
     app[_TEMPLATES] = templates()
-    app.router.add_get("/", _root)
-    app.router.add_get("/signin", signin_page)
-    app.router.add_post("/signin", signin)
-    app.router.add_post("/signout", signout)
-    app.router.add_get("/jobs", _page(pages.jobs, "jobs.html"))
-    app.router.add_get("/jobs/{ref}", _page(pages.job, "job.html"))
-    app.router.add_post("/jobs/{ref}/{action:pause|resume|trigger}", _page(pages.act, ""))
-    app.router.add_get("/runs", _page(pages.runs, "runs.html"))
-    app.router.add_get("/runs/{id}", _page(pages.run, "run.html"))
-    app.router.add_post("/runs/{id}/retry", _page(pages.retry, ""))
-    app.router.add_get("/queue", _page(pages.queue, "queue.html"))
-    app.router.add_post("/queue/retry", _page(pages.retry_many, ""))
-    app.router.add_get("/cluster", _page(pages.cluster, "cluster.html"))
+    app.router.add_get("/", _signed_in(_root))
+    app.router.add_get("/signin", _open(signin_page))
+    app.router.add_post("/signin", _open(signin))
+    app.router.add_post("/signout", _signed_in(signout))
+    for path, view, template in [
+        ("/jobs", pages.jobs, "jobs.html"),
+        ("/jobs/{ref}", pages.job, "job.html"),
+        ("/runs", pages.runs, "runs.html"),
+        ("/runs/{id}", pages.run, "run.html"),
+        ("/queue", pages.queue, "queue.html"),
+        ("/cluster", pages.cluster, "cluster.html"),
+    ]:
+        app.router.add_get(path, _signed_in(_page(view, template)))
+    for path, change in [
+        ("/jobs/{ref}/{action:pause|resume|trigger}", pages.act),
+        ("/runs/{id}/retry", pages.retry),
+        ("/queue/retry", pages.retry_many),
+    ]:
+        app.router.add_post(path, _signed_in(_page(change, "")))
     app.router.add_static("/static/", pages.STATIC, show_index=False)
 
     async def close_sessions(_: web.Application) -> None:
         await app[_SESSIONS].close_all()
 
     app.on_cleanup.append(close_sessions)
-    return app
 
 
-async def start_dashboard(
-    listen: str, settings: DashboardSettings, api: JsonGateway | None = None
-) -> tuple[web.AppRunner, str]:
-    """Serve the dashboard (and `api`) on `listen` (host:port; port 0 picks one); the runner
-    and the bound address."""
-    host, _, port = listen.rpartition(":")
-    runner = web.AppRunner(make_app(settings, api=api), access_log=None, shutdown_timeout=1.0)
-    await runner.setup()
-    site = web.TCPSite(runner, host or "127.0.0.1", int(port))
-    await site.start()
-    bound = runner.addresses[0]
-    return runner, f"{bound[0]}:{bound[1]}"
-
-
-__all__ = ["DashboardSettings", "make_app", "start_dashboard"]
+__all__ = ["MAX_FORM_BYTES", "DashboardSettings", "add_routes"]

@@ -57,6 +57,10 @@ class SchedulerConfig:
     an Ingress that ends TLS and forwards plain HTTP to the node: https here makes the
     session cookie Secure (no forwarded header is trusted for that). Empty: the node's
     own plain HTTP, and a cookie that is not Secure."""
+    cors_origins: str = ""
+    """Other sites whose pages may call the JSON API on http_listen from a browser, comma
+    separated origins (https://console.example.com, scheme://host[:port]); empty: none (the
+    API takes bearer tokens, not cookies, so it needs no CORS to be safe from other sites)."""
     metrics_listen: str = ""
     """host:port for Prometheus metrics (/metrics); empty: not served."""
     tls_cert_file: str = ""
@@ -175,6 +179,11 @@ class SchedulerConfig:
         return self.http_public_url.lower().startswith("https://")
 
     @property
+    def allowed_origins(self) -> tuple[str, ...]:
+        """`cors_origins` as browsers send them in Origin (lower case, no default port)."""
+        return _origins(self.cors_origins)
+
+    @property
     def denied_networks(self) -> tuple[str, ...]:
         return tuple(n.strip() for n in self.notify_deny_networks.split(",") if n.strip())
 
@@ -217,6 +226,9 @@ class SchedulerConfig:
                 raise ConfigError("notify_deny_networks", f"{network!r} is not a network") from None
         if self.http_public_url:
             _check_public_url(self.http_public_url, dashboard=bool(self.http_listen))
+        if self.cors_origins.strip() and not self.http_listen:
+            raise ConfigError("cors_origins", "is for the JSON API on http_listen: set it too")
+        _origins(self.cors_origins)
         if self.lead_ms < 0:
             raise ConfigError("lead_ms", f"must be >= 0, got {self.lead_ms}")
         if self.prefetch_ms == -1:
@@ -271,3 +283,28 @@ def _check_public_url(url: str, *, dashboard: bool) -> None:
         or parsed.raw_fragment
     ):
         raise ConfigError(field, "names the dashboard's origin only: no user, path or query")
+
+
+def _origins(text: str) -> tuple[str, ...]:
+    return tuple(_origin(value.strip()) for value in text.split(",") if value.strip())
+
+
+def _origin(value: str) -> str:
+    """One of `cors_origins`, checked and written as a browser's Origin header writes it."""
+    field = "cors_origins"
+    if value == "*":
+        raise ConfigError(field, "name each origin: '*' would let every site's pages call the API")
+    try:
+        url = yarl.URL(value)
+    except ValueError as exc:
+        raise ConfigError(field, f"{value!r} is not a URL: {exc}") from None
+    if url.scheme.lower() not in ("http", "https") or not url.raw_host:
+        raise ConfigError(field, f"{value!r} is not an origin: scheme://host[:port]")
+    if (
+        url.raw_user is not None
+        or url.raw_path not in ("", "/")
+        or url.raw_query_string
+        or url.raw_fragment
+    ):
+        raise ConfigError(field, f"{value!r} is not an origin: scheme://host[:port], no path")
+    return str(url.origin())

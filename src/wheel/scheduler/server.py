@@ -21,21 +21,23 @@ from grpc_reflection.v1alpha import reflection
 
 from wheel.api.server.auth import Authenticator, ExecutorAuthenticator
 from wheel.api.server.cluster import ClusterApi
+from wheel.api.server.cors import Cors
 from wheel.api.server.executions import ExecutionsApi
 from wheel.api.server.explain import Explainer
-from wheel.api.server.jobs import MAX_REQUEST_BYTES, JobsApi
+from wheel.api.server.jobs import JobsApi
 from wheel.api.server.json_gateway import JsonGateway
 from wheel.api.server.notifications import NotificationsApi
-from wheel.api.server.rpc import SERVICE_NAMES, add_services
+from wheel.api.server.rpc import MAX_REQUEST_BYTES, SERVICE_NAMES, add_services
 from wheel.api.server.served import ServedView
 from wheel.coordinator.cluster_view import ClusterView
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout
-from wheel.dashboard.app import DashboardSettings, start_dashboard
+from wheel.dashboard.app import DashboardSettings
 from wheel.keepalive import SERVER_KEEPALIVE
 from wheel.notify.egress import EgressPolicy
 from wheel.scheduler.config import SchedulerConfig
 from wheel.scheduler.engine import Engine
+from wheel.scheduler.http import start_http
 from wheel.scheduler.stream import SERVICE, ExecutorStreamService
 from wheel.store import Store
 from wheel.tls import server_credentials
@@ -60,13 +62,13 @@ class Served:
     """Where executors and clients reach this node."""
     cluster: ClusterView
     """The cluster map the node serves executors (WatchCluster)."""
-    dashboard: web.AppRunner | None = None
+    http: web.AppRunner | None = None
     dashboard_address: str = ""
-    """Where the web dashboard listens ("" when it is off)."""
+    """Where the web dashboard and the JSON API listen ("" when they are off)."""
 
     async def close(self) -> None:
-        if self.dashboard is not None:
-            await self.dashboard.cleanup()
+        if self.http is not None:
+            await self.http.cleanup()
         await self.server.stop(1.0)
         await self.cluster.stop()
 
@@ -139,7 +141,8 @@ async def serve(
             own, api_tls=tls, api_ca_file=config.tls_cert_file or None,
             secure_cookie=config.secure_cookie,
         )  # fmt: skip
-        running.dashboard, running.dashboard_address = await start_dashboard(
-            config.http_listen, settings, JsonGateway(authenticator, api_services)
+        gateway = JsonGateway(authenticator, api_services, Cors(config.allowed_origins))
+        running.http, running.dashboard_address = await start_http(
+            config.http_listen, gateway, settings
         )
     return running

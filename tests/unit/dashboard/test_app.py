@@ -15,7 +15,7 @@ from wheel.dashboard.app import (
     COOKIE,
     DashboardSettings,
     _next,
-    make_app,
+    add_routes,
     signed_in_redirect,
 )
 
@@ -110,7 +110,8 @@ def test_the_session_cookie_is_http_only_lax_and_secure_when_told(secure: bool) 
 )  # fmt: skip
 async def test_every_change_is_a_post_so_a_lax_cookie_changes_nothing(path: str) -> None:
     """A Lax cookie goes with another site's links (top-level GETs): those only read."""
-    app = make_app(DashboardSettings("127.0.0.1:1"))
+    app = web.Application()
+    add_routes(app, DashboardSettings("127.0.0.1:1"))
     match = await app.router.resolve(make_mocked_request("GET", path, app=app))
     assert isinstance(match.http_exception, web.HTTPMethodNotAllowed)
     posted = await app.router.resolve(make_mocked_request("POST", path, app=app))

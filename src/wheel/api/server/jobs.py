@@ -48,8 +48,6 @@ MAX_PREVIEW = 100
 MAX_BACKFILL = 10_000
 MAX_CREATE_BATCH = 10_000
 """Jobs per CreateJobs call."""
-MAX_REQUEST_BYTES = 16 * 1024 * 1024
-"""Largest request a node takes (gRPC's default is 4 MiB): a CreateJobs batch."""
 TRIGGER_AHEAD = timedelta(days=2)
 """Day partitions are kept this far ahead: a trigger never makes one."""
 _PREVIEW_JOB = uuid.UUID(int=0)

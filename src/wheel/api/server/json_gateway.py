@@ -18,6 +18,11 @@ The Connect protocol is small and stable; following it means Connect clients in
 Go and TypeScript (and plain curl) can call wheel with no gRPC in between. Its
 Python server library would bring an ASGI stack beside the aiohttp one the node
 already runs, for the dozen lines of framing written here.
+
+The gateway's routes take requests up to `MAX_REQUEST_BYTES` (a CreateJobs batch, as on
+gRPC), whatever else the application they are added to serves; a larger one is answered
+`resource_exhausted`. Other sites' pages may read its answers only when the node lists
+their origins (`Cors`; off by default).
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from wheel.api.server.auth import Authenticator
-from wheel.api.server.rpc import Protocol, Rpc, Service, answer
+from wheel.api.server.cors import Cors
+from wheel.api.server.rpc import MAX_REQUEST_BYTES, Protocol, Rpc, Service, answer
 from wheel.api.status import Status
 from wheel.errors import InvalidArgument
 
@@ -83,8 +89,11 @@ def _error(status: Status) -> web.Response:
 
 
 class JsonGateway:
-    def __init__(self, authenticator: Authenticator, services: Sequence[Service]) -> None:
+    def __init__(
+        self, authenticator: Authenticator, services: Sequence[Service], cors: Cors | None = None
+    ) -> None:
         self._authenticator = authenticator
+        self._cors = cors or Cors(())
         self._rpcs: dict[str, Rpc] = {
             f"/{service.full_name}/{rpc.name}": rpc for service in services for rpc in service.rpcs
         }
@@ -94,17 +103,31 @@ class JsonGateway:
         return sorted(self._rpcs)
 
     def add_routes(self, app: web.Application) -> None:
+        """A POST route per method (and, with CORS on, its preflight)."""
         for path in self._rpcs:
             app.router.add_post(path, self.handle)
+            if self._cors.enabled:
+                app.router.add_route("OPTIONS", path, self._cors.preflight)
 
     async def handle(self, request: web.Request) -> web.Response:
+        response = await self._answer(request.clone(client_max_size=MAX_REQUEST_BYTES))
+        self._cors.allow(request, response)
+        return response
+
+    async def _answer(self, request: web.Request) -> web.Response:
         rpc = self._rpcs[request.path]
         if request.content_type != "application/json":
             return _error(
                 Status(grpc.StatusCode.INVALID_ARGUMENT,
                        "Content-Type must be application/json (Connect's unary JSON)", ())
             )  # fmt: skip
-        raw = await request.read()
+        try:
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:
+            return _error(
+                Status(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                       f"the request is larger than {MAX_REQUEST_BYTES} bytes", ())
+            )  # fmt: skip
         metadata = (("authorization", request.headers.get("Authorization", "")),)
 
         def parse() -> Message:

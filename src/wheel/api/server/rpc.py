@@ -28,6 +28,9 @@ from wheel.api.status import Status, to_status
 from wheel.errors import InvalidArgument, WheelError
 from wheel.model.ids import TenantId
 
+MAX_REQUEST_BYTES = 16 * 1024 * 1024
+"""Largest request a node takes, over gRPC (whose default is 4 MiB) and HTTP/JSON alike:
+a CreateJobs batch."""
 SERVICE_NAMES = tuple(service.full_name for service in api_pb2.DESCRIPTOR.services_by_name.values())
 """Every public API service, by full name (what reflection lists)."""
 
