@@ -178,8 +178,13 @@ CREATE INDEX executions_tenant_newest ON executions (tenant_id, scheduled_for DE
 CREATE INDEX executions_pending_since ON executions (pending_since)
     WHERE status = 'pending' AND pending_since IS NOT NULL;
 -- A job's running executions: probed by claims of jobs whose overlap is not 'allow'.
+-- Its predicate names lease_until (set exactly while a run is dispatched or running:
+-- the CHECK above) so that only this index answers a probe saying `lease_until IS NOT
+-- NULL`: one saying the statuses could also take executions_leases filtered by job,
+-- what the planner chose when statistics taken with every run pending made both look
+-- empty (each probe then walked every run in flight that day).
 CREATE INDEX executions_leased_by_job ON executions (job_id)
-    WHERE status IN ('dispatched', 'running');
+    WHERE lease_until IS NOT NULL;
 
 CREATE TABLE attempts (
     job_id          uuid NOT NULL,
@@ -503,9 +508,12 @@ $$;
 -- array, not a join) or of day partitions (p_first and p_last, the keys' first
 -- and last instant: callers pass one day's keys, planned as that one partition):
 -- tests/integration/store/test_claim_plan.py counts the probes. A key of an
--- overlap-limited job adds a probe of the job's leased runs (an index per day
--- partition, holding only runs in flight); a missed one, a look at the job's
--- later runs. Neither names scheduled_for, so neither prunes at run time.
+-- overlap-limited job adds a probe of the job's leased runs (executions_leased_by_job,
+-- per day partition, holding only runs in flight: the probe says `lease_until IS NOT
+-- NULL`, in flight by the table's CHECK, which no other partial index answers;
+-- tests/integration/store/test_in_flight_probe_plan.py counts what it reads); a
+-- missed one, a look at the job's later runs. Neither names scheduled_for, so
+-- neither prunes at run time.
 -- Keys not returned at all are not pending, held by another claim, of a
 -- paused or deleted job, of a cron job edited since they were made (the
 -- materialiser carries or supersedes them), or in a partition not ours.
@@ -591,7 +599,7 @@ AS $$
                           AND o.job_id = s.job_id AND o.trigger = 'schedule')
                        UNION ALL
                        (SELECT 1 FROM executions o
-                        WHERE o.job_id = s.job_id AND o.status IN ('dispatched', 'running')
+                        WHERE o.job_id = s.job_id AND o.lease_until IS NOT NULL  -- in flight
                           AND o.fire_at > s.fire_at AND o.trigger = 'schedule')
                        LIMIT CASE WHEN s.misfire = 'fire_once' THEN 1
                                   ELSE s.misfire_replay_cap END
@@ -610,7 +618,7 @@ AS $$
                    o.executor_id
             FROM executions o
             WHERE l.overlap <> 'allow' AND NOT l.early
-              AND o.job_id = l.job_id AND o.status IN ('dispatched', 'running')
+              AND o.job_id = l.job_id AND o.lease_until IS NOT NULL  -- in flight
             ORDER BY o.dispatched_at
             LIMIT 1
         ) b ON true
