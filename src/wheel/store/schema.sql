@@ -167,9 +167,15 @@ CREATE TABLE executions (
 CREATE INDEX executions_due ON executions (partition, fire_at) WHERE status = 'pending';
 -- Retention's check that a day holds no work waiting for a person.
 CREATE INDEX executions_needs_review ON executions (partition) WHERE status = 'needs_review';
--- The reaper's path: a partition's leases by expiry.
+-- The reaper's path: a partition's leases by expiry. Its predicate names lease_until
+-- (set exactly while a run is dispatched or running: the CHECK above), and the reaper
+-- says `lease_until <`, never the statuses; the probes of a job's runs in flight say
+-- the statuses, never lease_until. So each of the two partial indexes of leased runs
+-- answers only its own queries: when both looked empty (statistics taken while every
+-- run of the day was pending, a spike registered ahead), the planner took the other
+-- one whole, filtered, and each probe walked every run in flight that day.
 CREATE INDEX executions_leases ON executions (partition, lease_until)
-    WHERE status IN ('dispatched', 'running');
+    WHERE lease_until IS NOT NULL;
 -- A tenant's executions, newest first (a job's: the primary key, scanned backwards).
 CREATE INDEX executions_tenant_newest ON executions (tenant_id, scheduled_for DESC, job_id DESC);
 -- The catch-up's path: what became pending since its last pass (recent: a short
@@ -177,14 +183,10 @@ CREATE INDEX executions_tenant_newest ON executions (tenant_id, scheduled_for DE
 -- load that may only walk the due index in order cannot pick this one instead.
 CREATE INDEX executions_pending_since ON executions (pending_since)
     WHERE status = 'pending' AND pending_since IS NOT NULL;
--- A job's running executions: probed by claims of jobs whose overlap is not 'allow'.
--- Its predicate names lease_until (set exactly while a run is dispatched or running:
--- the CHECK above) so that only this index answers a probe saying `lease_until IS NOT
--- NULL`: one saying the statuses could also take executions_leases filtered by job,
--- what the planner chose when statistics taken with every run pending made both look
--- empty (each probe then walked every run in flight that day).
+-- A job's running executions: probed by claims of jobs whose overlap is not 'allow'
+-- (and the queue's skip, the in-flight lookup); see executions_leases.
 CREATE INDEX executions_leased_by_job ON executions (job_id)
-    WHERE lease_until IS NOT NULL;
+    WHERE status IN ('dispatched', 'running');
 
 CREATE TABLE attempts (
     job_id          uuid NOT NULL,
@@ -508,12 +510,9 @@ $$;
 -- array, not a join) or of day partitions (p_first and p_last, the keys' first
 -- and last instant: callers pass one day's keys, planned as that one partition):
 -- tests/integration/store/test_claim_plan.py counts the probes. A key of an
--- overlap-limited job adds a probe of the job's leased runs (executions_leased_by_job,
--- per day partition, holding only runs in flight: the probe says `lease_until IS NOT
--- NULL`, in flight by the table's CHECK, which no other partial index answers;
--- tests/integration/store/test_in_flight_probe_plan.py counts what it reads); a
--- missed one, a look at the job's later runs. Neither names scheduled_for, so
--- neither prunes at run time.
+-- overlap-limited job adds a probe of the job's leased runs (an index per day
+-- partition, holding only runs in flight); a missed one, a look at the job's
+-- later runs. Neither names scheduled_for, so neither prunes at run time.
 -- Keys not returned at all are not pending, held by another claim, of a
 -- paused or deleted job, of a cron job edited since they were made (the
 -- materialiser carries or supersedes them), or in a partition not ours.
@@ -599,7 +598,7 @@ AS $$
                           AND o.job_id = s.job_id AND o.trigger = 'schedule')
                        UNION ALL
                        (SELECT 1 FROM executions o
-                        WHERE o.job_id = s.job_id AND o.lease_until IS NOT NULL  -- in flight
+                        WHERE o.job_id = s.job_id AND o.status IN ('dispatched', 'running')
                           AND o.fire_at > s.fire_at AND o.trigger = 'schedule')
                        LIMIT CASE WHEN s.misfire = 'fire_once' THEN 1
                                   ELSE s.misfire_replay_cap END
@@ -618,7 +617,7 @@ AS $$
                    o.executor_id
             FROM executions o
             WHERE l.overlap <> 'allow' AND NOT l.early
-              AND o.job_id = l.job_id AND o.lease_until IS NOT NULL  -- in flight
+              AND o.job_id = l.job_id AND o.status IN ('dispatched', 'running')
             ORDER BY o.dispatched_at
             LIMIT 1
         ) b ON true

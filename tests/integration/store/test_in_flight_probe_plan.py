@@ -1,14 +1,15 @@
-"""A job's in-flight probe reads the job's leased runs, not every leased run of the day.
+"""A job's in-flight probe reads the job's leased runs; the reaper, a partition's leases.
 
-The claim probes the runs in flight of every key whose job limits overlap (and the
-queue's skip and the explain probe read the same), by job, in each day partition. A
-day partition analysed while all its runs were pending (a spike registered ahead)
-has statistics that make both partial indexes of leased runs look empty: the
-planner then took the reaper's (partition, lease_until) and filtered it by job,
-and under a spike each key's probe walked every run in flight that day, the
-Postgres CPU of a run growing with the spike. Index tuples read are counted from
-`pg_stat_user_indexes` around a claim of 1,000 keys while 1,000 runs of the same
-day are in flight. No timing is asserted.
+The claim probes the runs in flight of every key whose job limits overlap (so do the
+queue's skip and the in-flight lookup), by job, in each day partition; the reaper
+reads each owned partition's leases by expiry. A day partition analysed while all its
+runs were pending (a spike registered ahead) has statistics that make both partial
+indexes of leased runs look empty: when either could serve either query, the planner
+took the other one whole and filtered it, and under a spike each key's probe (each
+partition's, for the reaper) walked every run in flight that day, the Postgres CPU of
+a run growing with the spike. Index tuples read are counted from
+`pg_stat_user_indexes` around a claim of 1,000 keys while 1,000 runs of the same day
+are in flight, and around the probes and a reaper pass then. No timing is asserted.
 """
 
 from __future__ import annotations
@@ -112,3 +113,15 @@ async def test_a_spike_s_claims_probe_each_job_s_runs_in_flight_not_the_day_s(
         )
         read = tuples_read(conn) - before
         assert read <= 5 * BATCH, f"{read} index tuples read probing {BATCH} jobs twice"
+
+        # The reaper: each partition's leases by expiry (none expired yet, all tomorrow).
+        before = tuples_read(conn)
+        rows = conn.execute(
+            sql("reap"),
+            {"partitions": list(range(PARTITIONS)), "epochs": [7] * PARTITIONS,
+             "spare_job_ids": [], "spare_scheduled_fors": [], "spare_fences": [],
+             "limit": BATCH},
+        ).fetchall()  # fmt: skip
+        assert rows == []
+        read = tuples_read(conn) - before
+        assert read <= PARTITIONS, f"{read} index tuples read by a reaper pass, nothing expired"

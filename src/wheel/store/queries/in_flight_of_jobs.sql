@@ -6,6 +6,6 @@ CROSS JOIN LATERAL (
     SELECT x.*
     FROM executions x
     WHERE x.job_id = j.id AND x.tenant_id = %(tenant_id)s
-      AND x.lease_until IS NOT NULL  -- in flight (the table's CHECK)
+      AND x.status IN ('dispatched', 'running')
     LIMIT 1
 ) AS e

@@ -12,7 +12,7 @@ WITH input AS (
     CROSS JOIN LATERAL (
         SELECT o.scheduled_for
         FROM executions o
-        WHERE o.job_id = k.job_id AND o.lease_until IS NOT NULL  -- in flight (the table's CHECK)
+        WHERE o.job_id = k.job_id AND o.status IN ('dispatched', 'running')
         ORDER BY o.dispatched_at
         LIMIT 1
     ) b
