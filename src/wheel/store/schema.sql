@@ -167,9 +167,15 @@ CREATE TABLE executions (
 CREATE INDEX executions_due ON executions (partition, fire_at) WHERE status = 'pending';
 -- Retention's check that a day holds no work waiting for a person.
 CREATE INDEX executions_needs_review ON executions (partition) WHERE status = 'needs_review';
--- The reaper's path: a partition's leases by expiry.
+-- The reaper's path: a partition's leases by expiry. Its predicate names lease_until
+-- (set exactly while a run is dispatched or running: the CHECK above), and the reaper
+-- says `lease_until <`, never the statuses; the probes of a job's runs in flight say
+-- the statuses, never lease_until. So each of the two partial indexes of leased runs
+-- answers only its own queries: when both looked empty (statistics taken while every
+-- run of the day was pending, a spike registered ahead), the planner took the other
+-- one whole, filtered, and each probe walked every run in flight that day.
 CREATE INDEX executions_leases ON executions (partition, lease_until)
-    WHERE status IN ('dispatched', 'running');
+    WHERE lease_until IS NOT NULL;
 -- A tenant's executions, newest first (a job's: the primary key, scanned backwards).
 CREATE INDEX executions_tenant_newest ON executions (tenant_id, scheduled_for DESC, job_id DESC);
 -- The catch-up's path: what became pending since its last pass (recent: a short
@@ -177,7 +183,8 @@ CREATE INDEX executions_tenant_newest ON executions (tenant_id, scheduled_for DE
 -- load that may only walk the due index in order cannot pick this one instead.
 CREATE INDEX executions_pending_since ON executions (pending_since)
     WHERE status = 'pending' AND pending_since IS NOT NULL;
--- A job's running executions: probed by claims of jobs whose overlap is not 'allow'.
+-- A job's running executions: probed by claims of jobs whose overlap is not 'allow'
+-- (and the queue's skip, the in-flight lookup); see executions_leases.
 CREATE INDEX executions_leased_by_job ON executions (job_id)
     WHERE status IN ('dispatched', 'running');
 

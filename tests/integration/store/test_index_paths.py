@@ -100,6 +100,6 @@ def test_the_reaper_finds_expired_leases_by_index(database_dsn: str) -> None:
     reap = sql("reap")
     expired = reap[reap.index("SELECT e.job_id") : reap.index("LIMIT")]
     text = plan(database_dsn, expired.replace(
-        "e.partition IN (SELECT partition FROM owned)", "e.partition = ANY(%(partitions)s)"
+        "ARRAY(SELECT partition FROM owned)", "%(partitions)s::integer[]"
     ), PARAMS)  # fmt: skip
     assert "executions_20260101_partition_lease_until_idx" in text, text

@@ -11,9 +11,16 @@ WITH owned AS (
 ), expired AS (
     SELECT e.job_id, e.scheduled_for, e.fence
     FROM executions e
-    WHERE e.partition IN (SELECT partition FROM owned)
-      AND e.status IN ('dispatched', 'running')
-      AND e.lease_until < clock_timestamp()
+    -- The owned partitions as one array and the clock read once, both index bounds of
+    -- executions_leases: the pass reads the expired leases only, not every run in
+    -- flight once per owned partition (a join to `owned` and a per-row clock, which
+    -- cannot bound an index, did that when a day's statistics were taken with every
+    -- run pending).
+    WHERE e.partition = ANY (ARRAY(SELECT partition FROM owned))
+      -- In flight (a lease is set exactly then: the table's CHECK), expired. Not the
+      -- statuses: they would let the planner take executions_leased_by_job whole
+      -- (see executions_leases in the schema).
+      AND e.lease_until < (SELECT clock_timestamp())
       AND NOT EXISTS (
           SELECT 1
           FROM unnest(%(spare_job_ids)s::uuid[], %(spare_scheduled_fors)s::timestamptz[],
