@@ -195,11 +195,19 @@ def test_a_skip_whose_reason_did_not_hold_is_caught(
 
 def test_an_overlap_skip_whose_stated_start_is_wrong_is_caught() -> None:
     history = kept()
-    wrong = (f"overlap: run {execution_id(CRON, T0)} was still running (started 1.2 s"
+    # Said to have started 2.6 s before the skip at 2 s: before its handler did (at 0 s).
+    wrong = (f"overlap: run {execution_id(CRON, T0)} was still running (started 2.6 s"
              " before, on executor-1) (policy skip)")  # fmt: skip
     [finding] = model.skip_reasons_held(replaced(history, 10, reason=wrong))
-    assert "started 1.2 s before" in finding
+    assert "started 2.6 s before" in finding
     assert "the executors started it at" in finding
+    # Said to be running at 2 s, when its only start came at 2.5 s.
+    late = replaced(replaced(history, 10, reason=wrong.replace("2.6 s", "0.5 s")), 7,
+                    at=at(2.5))  # fmt: skip
+    assert "the executors started it at" in " ".join(model.skip_reasons_held(late))
+    # The store marks the start at the first heartbeat: a later stated start holds.
+    lagging = wrong.replace("2.6 s", "1.2 s")
+    assert model.skip_reasons_held(replaced(history, 10, reason=lagging)) == []
 
 
 def test_durations_read_as_wheel_writes_them() -> None:
