@@ -4,7 +4,9 @@ Each rule reads the whole history (tests/robustness/history.py) and returns what
 it, one sentence each; `check` runs them all. The rules:
 
 - every acknowledged job's runs that were due by `end.due_until` end terminal;
-- no fence starts twice (an executor never invokes a handler twice under one fence);
+- no fence starts twice (an executor never invokes a handler twice under one fence),
+  and each start is of a claim of record: the store dispatched that fence of the run
+  to that executor;
 - no result with a superseded fence is accepted: a run has at most one success, under
   its latest fence, and every accepted result's fence was started by an executor; no
   result was accepted after a later fence of its run had started;
@@ -81,6 +83,24 @@ def no_fence_started_twice(history: Sequence[Event]) -> list[str]:
         for (key, fence), found in starts.items()
         if len(found) > 1
     ]
+
+
+def starts_are_claimed(history: Sequence[Event]) -> list[str]:
+    claims = {(run_key(a), int(a["fence"])): a["executor"] for a in history
+              if a["kind"] == "attempt"}  # fmt: skip
+    for run in (e for e in history if e["kind"] == "execution" and int(e["fence"]) > 0):
+        claims.setdefault((run_key(run), int(run["fence"])), run["executor"])
+    broken = []
+    for start in (e for e in history if e["kind"] == "start"):
+        key, fence = run_key(start), int(start["fence"])
+        name = execution_id(*key)
+        if (key, fence) not in claims:
+            broken.append(f"run {name} fence {fence} started on {start['executor']}, and the"
+                          " store has no claim of that fence")  # fmt: skip
+        elif claims[(key, fence)] != start["executor"]:
+            broken.append(f"run {name} fence {fence} started on {start['executor']}; the"
+                          f" store dispatched it to {claims[(key, fence)]}")  # fmt: skip
+    return broken
 
 
 def no_superseded_result_accepted(history: Sequence[Event]) -> list[str]:
@@ -254,6 +274,7 @@ def skip_reasons_held(history: Sequence[Event]) -> list[str]:
 RULES: tuple[Callable[[Sequence[Event]], list[str]], ...] = (
     due_runs_terminal,
     no_fence_started_twice,
+    starts_are_claimed,
     no_superseded_result_accepted,
     non_idempotent_never_rerun,
     skip_reasons_held,

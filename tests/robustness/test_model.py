@@ -31,18 +31,19 @@ def start(job_id: str, due: float, fence: int, when: float, executor: str = "exe
 
 
 def attempt(job_id: str, due: float, fence: int, outcome: str, started: float | None,
-            finished: float) -> Event:  # fmt: skip
+            finished: float, executor: str = "executor-0") -> Event:  # fmt: skip
     return {"kind": "attempt", "job_id": job_id, "scheduled_for": at(due), "fence": fence,
-            "number": fence, "outcome": outcome, "executor": "executor-0",
+            "number": fence, "outcome": outcome, "executor": executor,
             "started_at": at(started) if started is not None else None,
             "finished_at": at(finished)}  # fmt: skip
 
 
 def execution(job_id: str, due: float, status: str, fence: int, finished: float,
-              reason: str | None = None, retries: int = 0) -> Event:  # fmt: skip
+              reason: str | None = None, retries: int = 0,
+              executor: str = "executor-0") -> Event:  # fmt: skip
     return {"kind": "execution", "job_id": job_id, "scheduled_for": at(due), "status": status,
             "fence": fence, "attempt": fence, "fire_at": at(due), "finished_at": at(finished),
-            "reason": reason, "retries": retries}  # fmt: skip
+            "reason": reason, "retries": retries, "executor": executor}  # fmt: skip
 
 
 def kept() -> list[Event]:
@@ -59,11 +60,11 @@ def kept() -> list[Event]:
         start(JOB, 0, 1, 0.1),
         attempt(JOB, 0, 1, "lease_expired", 0.1, 3.0),
         start(JOB, 0, 2, 3.2, "executor-1"),
-        attempt(JOB, 0, 2, "succeeded", 3.2, 3.3),
-        execution(JOB, 0, "succeeded", 2, 3.3),
+        attempt(JOB, 0, 2, "succeeded", 3.2, 3.3, "executor-1"),
+        execution(JOB, 0, "succeeded", 2, 3.3, executor="executor-1"),
         start(CRON, 0, 1, 0.0, "executor-1"),
-        attempt(CRON, 0, 1, "succeeded", 0.0, 2.5),
-        execution(CRON, 0, "succeeded", 1, 2.5),
+        attempt(CRON, 0, 1, "succeeded", 0.0, 2.5, "executor-1"),
+        execution(CRON, 0, "succeeded", 1, 2.5, executor="executor-1"),
         execution(CRON, 2, "skipped", 0, 2.0, running),
         execution(CRON, 4, "skipped", 0, 7.0, misfired),
         start(CRON, 6, 1, 7.0),
@@ -99,6 +100,16 @@ def test_a_fence_started_twice_is_caught() -> None:
     twice = [*kept(), start(JOB, 0, 2, 3.25, "executor-0")]
     [finding] = model.no_fence_started_twice(twice)
     assert "fence 2 started 2 times (on executor-1, executor-0)" in finding
+
+
+def test_a_start_of_no_claim_or_of_another_executors_claim_is_caught() -> None:
+    history = kept()
+    unclaimed = [*history, start(JOB, 0, 3, 3.4)]
+    [finding] = model.starts_are_claimed(unclaimed)
+    assert "fence 3 started on executor-0, and the store has no claim of that fence" in finding
+    elsewhere = replaced(history, 2, executor="executor-1")
+    [finding] = model.starts_are_claimed(elsewhere)
+    assert "started on executor-1; the store dispatched it to executor-0" in finding
 
 
 def test_a_result_under_a_superseded_fence_is_caught() -> None:
