@@ -11,6 +11,8 @@ One object a line, each with a `kind`:
 - `execution` / `attempt`: the store's rows, read after the run (`status`, `fence`,
   `reason`, `fire_at`, `finished_at`, `retries`; per attempt its `fence`, `outcome`,
   `executor`, `started_at`, `finished_at`).
+- `transition`: each change of a run's `status` or `fence` in the store, with the
+  instant its transaction `committed` (tests/robustness/journal.py).
 - `fault`: what was injected and when (for the reader; the model ignores it).
 - `end`: `due_until`, the instant up to which every promised run must have ended.
 """

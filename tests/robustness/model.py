@@ -11,10 +11,12 @@ it, one sentence each; `check` runs them all. The rules:
   its latest fence, and every accepted result's fence was started by an executor; no
   result was accepted after a later fence of its run had started;
 - a non-idempotent run starts at most once, plus once per retry a person asked for;
-- each skip's reason held when it was decided: an overlap skip names an earlier run of
-  its job that was in flight at that instant (started then, if it says running); a
+- each skip's reason held when it was decided: an overlap skip names a run of its job
+  that was in flight at that instant by the store's committed changes, on the executor
+  it names (and whose handler had started, if it says running); a
   misfire skip's stated wait is the time from the run's instant to the skip, and past
-  the job's grace when it says so.
+  the job's grace when it says so; "a later run fires instead" only when a later run
+  of the job had come due.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from datetime import datetime, timedelta
 from tests.robustness.history import Event, execution_id, instant, iso, run_key
 
 TERMINAL = frozenset({"succeeded", "dead", "skipped", "needs_review", "cancelled"})
+IN_FLIGHT = frozenset({"dispatched", "running"})
 RESULTS = frozenset({"succeeded", "failed"})
 """Attempt outcomes that are an executor's result (the others the scheduler decided)."""
 SLACK = timedelta(milliseconds=250)
@@ -204,14 +207,23 @@ def _overlap(run: Event, at: datetime, history: Sequence[Event]) -> list[str]:
         return [f"run {name}: its overlap skip names a run of another job ({other})"]
     attempts = [a for a in history if a["kind"] == "attempt"
                 and execution_id(*run_key(a)) == other]  # fmt: skip
-    # In flight at `at`: one of its attempts ended (its result or a lease's end) after it.
-    open_then = [a for a in attempts if instant(a["finished_at"]) + SLACK >= at]
     executions = [e for e in history if e["kind"] == "execution"
                   and execution_id(*run_key(e)) == other]  # fmt: skip
-    unfinished = any(e["status"] not in TERMINAL for e in executions)
-    if not open_then and not unfinished:
+    # In flight at `at`: the store's last committed change of it before then handed it over
+    # (a change committed within SLACK of the decision may or may not have been seen).
+    changes = [(instant(t["committed"]), str(t["status"])) for t in history
+               if t["kind"] == "transition" and execution_id(*run_key(t)) == other]  # fmt: skip
+    before = [status for committed, status in sorted(changes) if committed <= at - SLACK]
+    unsure = any(abs(committed - at) < SLACK for committed, _ in changes)
+    if not unsure and (not before or before[-1] not in IN_FLIGHT):
+        state = before[-1] if before else "not yet made"
         return [f"run {name} was skipped at {run['finished_at']} for overlap with {other},"
-                " which was not in flight then"]  # fmt: skip
+                f" which was not in flight then ({state})"]  # fmt: skip
+    executor = running.group(3) if running else match.group(2)
+    served = {a["executor"] for a in attempts} | {e.get("executor") for e in executions}
+    if executor not in served:
+        return [f"run {name}: its skip says {other} was on {executor}; it was dispatched to"
+                f" {sorted(str(e) for e in served if e)} only"]  # fmt: skip
     if running:
         # The store marks a run started when the node records its first heartbeat, so the
         # stated start may come after the handler's: never before it, never after the skip.
@@ -227,7 +239,7 @@ def _overlap(run: Event, at: datetime, history: Sequence[Event]) -> list[str]:
     return []
 
 
-def _misfire(run: Event, at: datetime, job: Event | None) -> list[str]:
+def _misfire(run: Event, at: datetime, job: Event | None, history: Sequence[Event]) -> list[str]:
     reason = str(run["reason"])
     name = execution_id(*run_key(run))
     waited = re.match(rf"misfire: (?:waited|came due) {_DURATION}", reason)
@@ -238,6 +250,13 @@ def _misfire(run: Event, at: datetime, job: Event | None) -> list[str]:
     if not _close(stated, actual):
         broken.append(f"run {name}: its misfire skip says {stated}; it came due"
                       f" {actual.total_seconds():.3f} s before the skip")  # fmt: skip
+    if "a later run fires instead" in reason:
+        job_id, due = run_key(run)
+        later = [e for e in history if e["kind"] == "execution" and run_key(e)[0] == job_id
+                 and due < run_key(e)[1] <= at + SLACK]  # fmt: skip
+        if not later:
+            broken.append(f"run {name}: its skip says a later run fires instead; none of its"
+                          " job's later runs had come due by then")  # fmt: skip
     grace = re.search(rf"past its {_DURATION} grace", reason)
     if job is not None:
         policy = re.search(r"\(policy (\w+)\)$", reason)
@@ -264,7 +283,7 @@ def skip_reasons_held(history: Sequence[Event]) -> list[str]:
         if OVERLAP_RUNNING.match(reason) or OVERLAP_HANDED.match(reason):
             broken += _overlap(run, at, history)
         elif MISFIRE.match(reason):
-            broken += _misfire(run, at, jobs.get(str(run["job_id"])))
+            broken += _misfire(run, at, jobs.get(str(run["job_id"])), history)
         else:
             broken.append(f"run {name} was skipped for a reason the model does not know:"
                           f" {reason!r}")  # fmt: skip

@@ -46,6 +46,11 @@ def execution(job_id: str, due: float, status: str, fence: int, finished: float,
             "reason": reason, "retries": retries, "executor": executor}  # fmt: skip
 
 
+def change(job_id: str, due: float, status: str, fence: int, committed: float) -> Event:
+    return {"kind": "transition", "job_id": job_id, "scheduled_for": at(due), "status": status,
+            "fence": fence, "executor": "executor-1", "committed": at(committed)}  # fmt: skip
+
+
 def kept() -> list[Event]:
     """A history that keeps every promise: a one-off run retried once after its executor
     died (its first fence's lease ended), and a cron job (every 2 s) whose run at 2 s was
@@ -70,6 +75,10 @@ def kept() -> list[Event]:
         start(CRON, 6, 1, 7.0),
         attempt(CRON, 6, 1, "succeeded", 7.0, 7.1),
         execution(CRON, 6, "succeeded", 1, 7.1),
+        change(CRON, 0, "pending", 0, -5.0),
+        change(CRON, 0, "dispatched", 1, -0.2),
+        change(CRON, 0, "running", 1, 1.0),
+        change(CRON, 0, "succeeded", 1, 2.6),
         {"kind": "end", "due_until": at(10)},
     ]
 
@@ -146,7 +155,7 @@ OTHER = execution_id(CRON, T0)
 @pytest.mark.parametrize(
     ("reason", "due", "decided", "finding"),
     [
-        # The run it names ended at 2.5 s: not in flight at 4 s.
+        # The run it names ended at 2.5 s (its result committed at 2.6 s): not in flight at 4 s.
         (
             f"overlap: run {OTHER} was still running (started 4.0 s before, on executor-1)"
             " (policy skip)",
@@ -194,6 +203,29 @@ OTHER = execution_id(CRON, T0)
             "names a policy its job (fire_once)",
         ),
         ("paused by a person", 4, 7.0, "a reason the model does not know"),
+        # Before its claim committed (at -0.2 s), the run was not in flight yet.
+        (
+            f"overlap: run {OTHER} was in flight (handed to executor-1 1.0 s before, due 0.5 s"
+            " before, no result yet) (policy skip)",
+            2,
+            -0.5,
+            "not in flight then (pending)",
+        ),
+        # Decided at 5.5 s, when no later run of its job (the next: 6 s) had come due.
+        (
+            "misfire: waited 1.5 s, past its 1.0 s grace; a later run fires instead"
+            " (policy fire_once)",
+            4,
+            5.5,
+            "none of its job's later runs had come due",
+        ),
+        (
+            f"overlap: run {OTHER} was still running (started 2.0 s before, on executor-7)"
+            " (policy skip)",
+            2,
+            2.0,
+            "it was dispatched to ['executor-1'] only",
+        ),
     ],
 )
 def test_a_skip_whose_reason_did_not_hold_is_caught(
@@ -202,6 +234,17 @@ def test_a_skip_whose_reason_did_not_hold_is_caught(
     changed = replaced(kept(), 11, reason=reason, fire_at=at(due), finished_at=at(decided))
     found = " ".join(model.skip_reasons_held(changed))
     assert finding in found, found
+
+
+def test_an_overlap_skip_holds_until_the_result_is_committed() -> None:
+    """The handler returned at 2.5 s; its result committed at 2.6 s: a skip decided in
+    between saw the run in flight, and one decided after it did not."""
+    history = kept()
+    handed = (f"overlap: run {OTHER} was in flight (handed to executor-1 2.0 s before, due"
+              " 2.0 s before, no result yet) (policy skip)")  # fmt: skip
+    assert model.skip_reasons_held(replaced(history, 10, reason=handed, finished_at=at(2.55))) == []
+    [finding] = model.skip_reasons_held(replaced(history, 10, reason=handed, finished_at=at(3.0)))
+    assert "which was not in flight then (succeeded)" in finding
 
 
 def test_an_overlap_skip_whose_stated_start_is_wrong_is_caught() -> None:

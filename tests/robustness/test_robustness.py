@@ -35,6 +35,7 @@ from tests.e2e.cluster import Cluster
 from tests.robustness import history, model
 from tests.robustness.cluster import Injector, RestartableEtcd, executor_events, start_executor
 from tests.robustness.history import Event, iso
+from tests.robustness.journal import FIELDS, READ, keep_journal
 from tests.robustness.plan import EXECUTORS, NODES, NewJob, Plan, plan
 from tests.services import CrashablePostgres
 from wheel.errors import WheelError
@@ -75,6 +76,7 @@ async def running(chosen: Plan) -> AsyncIterator[Run]:
         postgres = await CrashablePostgres.start()
         stack.push_async_callback(postgres.close)
         await migrate(postgres.dsn)
+        await keep_journal(postgres)
         store = await Store.open(postgres.dsn, min_size=1, max_size=1)
         try:
             tenant = await store.tenants.create("robustness")
@@ -198,7 +200,9 @@ def stored(run: Run) -> list[Event]:
         " JOIN executions e USING (job_id, scheduled_for) WHERE e.tenant_id = %s",
         run.tenant_id,
     )
+    transitions = run.cluster.query(READ, run.tenant_id)
     fields = {
+        "transition": FIELDS,
         "execution": ("kind", "job_id", "scheduled_for", "status", "fence", "attempt",
                       "reason", "fire_at", "finished_at", "retries", "executor"),
         "attempt": ("kind", "job_id", "scheduled_for", "number", "fence", "executor",
@@ -212,7 +216,7 @@ def stored(run: Run) -> list[Event]:
 
     return [
         {name: plain(value) for name, value in zip(fields[row[0]], row, strict=True)}
-        for row in [*executions, *attempts]
+        for row in [*executions, *attempts, *transitions]
     ]
 
 
