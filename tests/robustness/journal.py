@@ -1,5 +1,5 @@
-"""The store's side of the history: every change of a run's status or fence, with the
-instant its transaction committed.
+"""The store's side of the history: every change of a run's status, fence or firing
+instant, with the instant its transaction committed.
 
 Observation only, in the test's own database: a trigger on `executions` writes each
 change to a table of the test's, and Postgres keeps commit timestamps
@@ -16,29 +16,31 @@ from tests.services import CrashablePostgres
 JOURNAL = """
 CREATE TABLE robustness_journal (
     job_id uuid NOT NULL, scheduled_for timestamptz NOT NULL, status text NOT NULL,
-    fence bigint NOT NULL, executor_id text, xid bigint NOT NULL
+    fence bigint NOT NULL, executor_id text, fire_at timestamptz NOT NULL, xid bigint NOT NULL
 );
 CREATE FUNCTION robustness_note() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO robustness_journal VALUES (NEW.job_id, NEW.scheduled_for, NEW.status::text,
-                                           NEW.fence, NEW.executor_id, txid_current());
+                                           NEW.fence, NEW.executor_id, NEW.fire_at,
+                                           txid_current());
     RETURN NULL;
 END $$;
 CREATE TRIGGER robustness_made AFTER INSERT ON executions
     FOR EACH ROW EXECUTE FUNCTION robustness_note();
 CREATE TRIGGER robustness_changed AFTER UPDATE ON executions FOR EACH ROW
-    WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.fence IS DISTINCT FROM NEW.fence)
+    WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.fence IS DISTINCT FROM NEW.fence
+          OR OLD.fire_at IS DISTINCT FROM NEW.fire_at)
     EXECUTE FUNCTION robustness_note();
 """
 
 READ = """
-SELECT 'transition', j.job_id, j.scheduled_for, j.status, j.fence, j.executor_id,
+SELECT 'transition', j.job_id, j.scheduled_for, j.status, j.fence, j.executor_id, j.fire_at,
        pg_xact_commit_timestamp((j.xid %% 4294967296)::text::xid)
 FROM robustness_journal j JOIN executions e USING (job_id, scheduled_for)
 WHERE e.tenant_id = %s
-ORDER BY 7
+ORDER BY 8
 """
-FIELDS = ("kind", "job_id", "scheduled_for", "status", "fence", "executor", "committed")
+FIELDS = ("kind", "job_id", "scheduled_for", "status", "fence", "executor", "fire_at", "committed")
 
 
 async def keep_journal(postgres: CrashablePostgres) -> None:
