@@ -8,7 +8,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip --disable-pip-version-check --quiet
 
-.PHONY: dev test test-debian-postgres screenshots lint typecheck pytest protos bench bench-cluster bench-api clean
+.PHONY: dev test test-robustness test-debian-postgres screenshots lint typecheck pytest protos bench bench-cluster bench-api clean
 
 $(VENV)/.python-ok:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || \
@@ -39,6 +39,14 @@ typecheck: $(VENV)/.installed-test
 
 pytest: $(VENV)/.installed-test
 	$(PY) -m pytest $(ARGS)
+
+# The robustness tier at length: fresh seeds, each a cluster under faults for a while
+# (`make test` runs one seed for 20 s). WHEEL_ROBUSTNESS_SEED=<n> replays one seed's plan.
+WHEEL_ROBUSTNESS_SEEDS ?= 10
+WHEEL_ROBUSTNESS_DURATION ?= 60
+test-robustness: $(VENV)/.installed-test
+	WHEEL_ROBUSTNESS_SEEDS=$(WHEEL_ROBUSTNESS_SEEDS) WHEEL_ROBUSTNESS_DURATION=$(WHEEL_ROBUSTNESS_DURATION) \
+	  $(PY) -m pytest tests/robustness -s $(ARGS)
 
 # Benchmarks print tables; figures are kept in docs/benchmarks.md, never asserted in tests.
 bench: $(VENV)/.installed-test
