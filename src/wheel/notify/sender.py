@@ -26,11 +26,11 @@ from dataclasses import dataclass
 import aiohttp
 
 from wheel import tracing
+from wheel.api.signature import HEADER, sign
 from wheel.errors import type_name
 from wheel.model.notifications import DEFAULT_DENIED, redacted
 from wheel.notify import payload
 from wheel.notify.egress import EgressPolicy, EgressRefused, checked_session
-from wheel.api.signature import HEADER, sign
 from wheel.store.outbox import Due, Outbox
 
 log = logging.getLogger(__name__)
