@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from wheel.cli.jobs_options import Session, connected
+from wheel.cli.session import Session, connected
 from wheel.durations import readable
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ variables, then the TOML file, then defaults:
 A job is named by its name (unique among the tenant's jobs) or its id.
 A value an option refuses is a usage error naming the option (exit 2),
 whether the CLI, the SDK or the server found it; any other wheel error is
-`wheel: error: <message>` (exit 1). The token is never printed. Options:
-`wheel.cli.jobs_options`; tables: `wheel.cli.show`.
+`wheel: error: <message>` (exit 1). The token is never printed. Job options:
+`wheel.cli.jobs_options`; the connection: `wheel.cli.session`; tables: `wheel.cli.show`.
 """
 
 from __future__ import annotations
@@ -32,19 +32,16 @@ from wheel.cli import show
 from wheel.cli.jobs_file import read_jobs, read_toml
 from wheel.cli.jobs_options import (
     HTTP,
-    INSTANT,
     PAYLOAD,
     POLICIES,
     SCHEDULE,
-    Session,
-    apply,
-    choice,
-    connected,
     http_task,
     payload,
     policies,
     schedule,
 )
+from wheel.cli.options import INSTANT, apply, choice
+from wheel.cli.session import Session, connected
 from wheel.model.executions import ExecutionStatus
 from wheel.model.jobs import Policies
 
