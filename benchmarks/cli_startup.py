@@ -7,6 +7,9 @@ makes a tenant, a token and 10 jobs, then times whole processes, each run a
 fresh interpreter as a user's shell would start it:
 
 - `wheel --help` and `wheel --version`;
+- a command's help: `wheel jobs --help`, `wheel tokens create --help` and
+  `wheel dev --help` (each command imports the SDK, the store or the dev
+  cluster only when it runs);
 - `wheel jobs list` (gRPC, the table printed) and `wheel jobs list -o json`;
 - curl's POST of the same ListJobs to the node's HTTP/JSON port: the floor,
   what the network and the node cost without a Python process starting.
@@ -82,6 +85,9 @@ async def main(args: argparse.Namespace) -> None:
         calls = [
             ("wheel --help", [*python, "--help"]),
             ("wheel --version", [*python, "--version"]),
+            ("wheel jobs --help", [*python, "jobs", "--help"]),
+            ("wheel tokens create --help", [*python, "tokens", "create", "--help"]),
+            ("wheel dev --help", [*python, "dev", "--help"]),
             ("wheel jobs list", [*python, "jobs", "list"]),
             ("wheel jobs list -o json", [*python, "jobs", "list", "--output", "json"]),
         ]

@@ -2,7 +2,8 @@
 
 Tenants and tokens are administration, not tenant work: these commands take
 the database DSN (`WHEEL_POSTGRES_DSN`), never a tenant token. A token's
-secret is printed once, at creation; only its SHA-256 is stored.
+secret is printed once, at creation; only its SHA-256 is stored. The store (psycopg)
+and rich are imported when a command runs, so `wheel tokens --help` loads neither.
 """
 
 from __future__ import annotations
@@ -11,23 +12,25 @@ import dataclasses
 import json
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from wheel import eventloop
 from wheel.cli import options
 from wheel.errors import WheelError
 from wheel.model.ids import TenantId
 from wheel.model.tenants import default_executor_ids
-from wheel.store import Store
+
+if TYPE_CHECKING:
+    from wheel.store import Store
 
 T = TypeVar("T")
 
 
 def _with_store(dsn: str, work: Callable[[Store], Awaitable[T]]) -> T:
+    from wheel.store import Store
+
     async def run() -> T:
         store = await Store.open(dsn, min_size=1, max_size=1)
         try:
@@ -45,6 +48,9 @@ def _show(output: str, title: str, record: dict[str, Any]) -> None:
     if output in ("json", "jsonl"):
         click.echo(json.dumps(record, indent=2 if output == "json" else None, default=str))
         return
+    from rich.console import Console
+    from rich.table import Table
+
     table = Table("field", "value", title=title)
     for key, value in record.items():
         table.add_row(key, "-" if value is None else str(value))

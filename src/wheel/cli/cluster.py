@@ -7,7 +7,8 @@
     wheel executors            # pools, task types, and per node: free slots, in flight, since
 
 They take the API's connection options (`--endpoint`, `--token`, ...). An
-executor connected to no node is listed with the reasons that happens.
+executor connected to no node is listed with the reasons that happens. rich is imported
+when a table is printed: `wheel nodes --help` needs none of it.
 """
 
 from __future__ import annotations
@@ -17,15 +18,14 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import click
-from rich import box
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
-from wheel.cli.jobs_options import Session, connected
+from wheel.cli.session import Session, connected
 from wheel.durations import readable
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
+
     from wheel.client import types
 
 _NO_LINKS = "connected to no node: check its --cluster, its token, and that nodes are up"
@@ -44,6 +44,10 @@ def nodes(session: Session) -> None:
 
 def show_roster(console: Console, roster: types.Roster, now: datetime) -> None:
     """The roster as `wheel nodes` prints it."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
     if not roster.nodes and not roster.departed:
         console.print("no scheduler node is in this cluster")
         return
@@ -97,6 +101,9 @@ def executors(session: Session) -> None:
 
 def show_executors(console: Console, found: Sequence[types.ExecutorInfo], now: datetime) -> None:
     """The executors as `wheel executors` prints them."""
+    from rich import box
+    from rich.table import Table
+
     if not found:
         console.print("no executor is registered or connected")
         return
@@ -129,6 +136,8 @@ def free_slots(link: types.ExecutorLink) -> str:
 
 
 def _state(state: str) -> Text:
+    from rich.text import Text
+
     return Text(str(state), _STATE_STYLE.get(str(state), ""))
 
 

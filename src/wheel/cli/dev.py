@@ -1,4 +1,5 @@
-"""`wheel dev`: the command; the cluster it runs is `wheel.dev.cluster`."""
+"""`wheel dev`: the command; the cluster it runs is `wheel.dev.cluster`, imported when the
+command runs (it brings the store, gRPC and aiohttp: `wheel dev --help` needs none)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from pathlib import Path
 import click
 
 from wheel import eventloop
-from wheel.dev import cluster as devcluster
 from wheel.dev import config as devconfig
 
 
@@ -82,6 +82,8 @@ def dev(
     view: str,
 ) -> None:
     """Run a local cluster in the foreground; Ctrl-C stops it."""
+    from wheel.dev import cluster as devcluster
+
     config = devconfig.DevConfig(
         data_dir=(data_dir or devconfig.default_data_dir()).resolve(),
         etcd_port=etcd_port,

@@ -16,11 +16,20 @@ import click
 from wheel import eventloop, tracing
 from wheel.cli import configfile, logs, options
 from wheel.errors import WheelError
-from wheel.executor.config import DEFAULT_HOLD
+
+HOLD_SHOWN = "50000"
+"""--hold's default as `--help` shows it: `wheel.executor.config.DEFAULT_HOLD`, which is
+read when the command runs (its module brings gRPC; `wheel executor --help` needs none)."""
 
 
 def _default_executor_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
+
+
+def _default_hold() -> int:
+    from wheel.executor.config import DEFAULT_HOLD
+
+    return DEFAULT_HOLD
 
 
 def _nodes_from() -> str:
@@ -88,8 +97,8 @@ def _pools(values: tuple[str, ...]) -> dict[str, int]:
     "--hold",
     type=click.IntRange(0, 1_000_000),
     envvar="WHEEL_HOLD",
-    default=DEFAULT_HOLD,
-    show_default=True,
+    default=_default_hold,
+    show_default=HOLD_SHOWN,
     help="Runs each node may hand over per pool beyond its concurrency, held until their "
     "instant: a spike's claims happen before it (env WHEEL_HOLD).",
 )

@@ -14,8 +14,9 @@ variables, then the TOML file, then defaults:
 A job is named by its name (unique among the tenant's jobs) or its id.
 A value an option refuses is a usage error naming the option (exit 2),
 whether the CLI, the SDK or the server found it; any other wheel error is
-`wheel: error: <message>` (exit 1). The token is never printed. Options:
-`wheel.cli.jobs_options`; tables: `wheel.cli.show`.
+`wheel: error: <message>` (exit 1). The token is never printed. Job options:
+`wheel.cli.jobs_options`; the connection: `wheel.cli.session`; tables: `wheel.cli.show`,
+imported when a command prints (it brings rich and the SDK: `wheel jobs --help` needs neither).
 """
 
 from __future__ import annotations
@@ -26,29 +27,26 @@ from datetime import UTC, datetime, timedelta
 from typing import IO, TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
-from wheel.cli import show
 from wheel.cli.jobs_file import read_jobs, read_toml
 from wheel.cli.jobs_options import (
     HTTP,
-    INSTANT,
     PAYLOAD,
     POLICIES,
     SCHEDULE,
-    Session,
-    apply,
-    choice,
-    connected,
     http_task,
     payload,
     policies,
     schedule,
 )
+from wheel.cli.options import INSTANT, apply, choice
+from wheel.cli.session import Session, connected
 from wheel.model.executions import ExecutionStatus
 from wheel.model.jobs import Policies
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from wheel.client import Client, types
 
 _NO_SCHEDULE = "give a schedule: --now, --at INSTANT or --cron EXPRESSION"
@@ -101,6 +99,8 @@ def create_job(
     each all or none; repeating the command with ids in the file makes
     nothing twice).
     """
+    from wheel.cli import show
+
     if jobs_file is not None:
         given = [n for n, v in (("NAME", name), ("--task", task_type), ("--job-id", job_id))
                  if v is not None]  # fmt: skip
@@ -166,6 +166,8 @@ def _create_from_file(session: Session, jobs_file: IO[str]) -> None:
 @connected
 def list_jobs(session: Session, limit: int, page_token: str) -> None:
     """The tenant's jobs, a page at a time."""
+    from wheel.cli import show
+
     page = session.call(
         lambda client: client.list_jobs(page_size=limit, page_token=page_token, with_runs=True)
     )
@@ -177,6 +179,8 @@ def _job_command(name: str, title: str, call: Callable[[Client, str], types.Job]
     @click.argument("job_id", metavar="JOB")
     @connected
     def command(session: Session, job_id: str) -> None:
+        from wheel.cli import show
+
         job = session.call(lambda client: call(client, job_id))
         session.show(job, lambda console: show.job(console, title, job))
 
@@ -234,6 +238,8 @@ def apply_jobs(session: Session, jobs_file: IO[bytes], prune: bool, dry_run: boo
     instant changed) or left unchanged; --prune deletes the others. Applying
     the same file again changes nothing.
     """
+    from wheel.cli import show
+
     wanted = read_toml(jobs_file, create_job, click.get_current_context())
     planned = session.call(lambda client: client.apply_jobs(wanted, prune=prune, dry_run=dry_run))
 
@@ -273,6 +279,8 @@ def update_job(
     expression); each policy option changes that policy alone. The update is
     refused if the job is no longer at --version.
     """
+    from wheel.cli import show
+
     data = payload(options)
 
     def update(client: Client) -> types.Job:
@@ -305,6 +313,8 @@ def preview_schedule(
     session: Session, count: int, after: datetime | None, job_id: str | None, **options: Any
 ) -> None:
     """A schedule's next runs, with DST notes; nothing is saved."""
+    from wheel.cli import show
+
     wanted = schedule(options)
     if wanted is None:
         raise click.UsageError(_NO_SCHEDULE)
@@ -320,6 +330,8 @@ def preview_schedule(
 @connected
 def trigger_job(session: Session, job_id: str, at: datetime | None) -> None:
     """Run JOB once more, now or for --at, outside its schedule."""
+    from wheel.cli import show
+
     execution = session.call(lambda client: client.trigger_job(job_id, at=at))
     session.show(execution, lambda console: show.execution(console, "triggered", execution))
 
@@ -331,6 +343,8 @@ def trigger_job(session: Session, job_id: str, at: datetime | None) -> None:
 @connected
 def backfill_job(session: Session, job_id: str, start: datetime, end: datetime) -> None:
     """Make the runs JOB's cron schedule had in [--from, --to); existing ones are kept."""
+    from wheel.cli import show
+
     result = session.call(lambda client: client.backfill_job(job_id, start, end))
     session.show(result, lambda console: show.backfill(console, result))
 
@@ -375,6 +389,8 @@ def list_executions(
     Without --after or --before, runs scheduled up to now (--upcoming: from now
     on, soonest first). A page at a time; --page-token continues.
     """
+    from wheel.cli import show
+
     wanted = [status.lower() for status in statuses]
     now = datetime.now(UTC)
     if upcoming:
@@ -416,6 +432,8 @@ def _job_names(client: Client, job_ids: set[str]) -> dict[str, str]:
 @connected
 def get_execution(session: Session, execution_id: str) -> None:
     """Show EXECUTION_ID with every attempt."""
+    from wheel.cli import show
+
     execution = session.call(lambda client: client.get_execution(execution_id))
     session.show(execution, lambda console: show.execution(console, "execution", execution))
 
@@ -429,6 +447,8 @@ def explain_execution(
     session: Session, execution_id: str | None, job_id: str | None, at: datetime | None
 ) -> None:
     """Why EXECUTION_ID (or --job's occurrence --at an instant) ran, waits, or did not run."""
+    from wheel.cli import show
+
     if execution_id is not None:
         if job_id is not None or at is not None:
             raise click.UsageError("give EXECUTION_ID, or --job and --at, not both")
@@ -445,6 +465,8 @@ def explain_execution(
 @connected
 def retry_execution(session: Session, execution_id: str) -> None:
     """Send a dead or needs_review EXECUTION_ID back to pending: a new try, the job's attempts."""
+    from wheel.cli import show
+
     execution = session.call(lambda client: client.retry_execution(execution_id))
     session.show(execution, lambda console: show.execution(console, "retrying", execution))
 
@@ -454,5 +476,7 @@ def retry_execution(session: Session, execution_id: str) -> None:
 @connected
 def cancel_execution(session: Session, execution_id: str) -> None:
     """Make a pending EXECUTION_ID never run."""
+    from wheel.cli import show
+
     execution = session.call(lambda client: client.cancel_execution(execution_id))
     session.show(execution, lambda console: show.execution(console, "cancelled", execution))

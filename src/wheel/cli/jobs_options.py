@@ -1,29 +1,27 @@
 """The options of `wheel jobs` and `wheel executions`, defined once, and what they build.
 
-Connection options (`connected`) come from flags, then `WHEEL_*` variables,
-then the `--config` TOML file, then defaults. Schedule, payload and policy
-options turn into the model's `Schedule` and `Policies`, which validate
-themselves; a value refused by them, by the SDK or by the server is reported
-as a usage error naming the option it came from (`_OPTIONS`).
+Schedule, payload, HTTP and policy options turn into the model's `Schedule`,
+`HttpTask` and `Policies`, which validate themselves; a value refused by them,
+by the SDK or by the server is reported as a usage error naming the option it
+came from (`wheel.cli.session`). The connection options are `wheel.cli.session`'s;
+the parameter types (`DURATION`, `INSTANT`, `choice`) are `wheel.cli.options`'.
+
+    @apply(SCHEDULE)
+    @connected
+    def create_job(session: Session, **options: Any) -> None:
+        wanted = schedule(options)
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import json
-import re
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import Sequence
 from enum import StrEnum
-from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 import click
-from rich.console import Console
 
-from wheel.cli import configfile
-from wheel.errors import FieldError, WheelError
+from wheel.cli.options import DURATION, INSTANT, choice
 from wheel.model.http_tasks import HttpTask
 from wheel.model.jobs import (
     DstFold,
@@ -34,289 +32,6 @@ from wheel.model.jobs import (
     Schedule,
     ScheduleKind,
 )
-
-if TYPE_CHECKING:  # imported when a command runs: `wheel --help` needs no gRPC
-    from wheel.client import Client
-
-T = TypeVar("T")
-F = TypeVar("F", bound=Callable[..., Any])
-
-# -- values --------------------------------------------------------------------------------
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-_UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-class DurationType(click.ParamType[timedelta, Any]):
-    """ "30s", "5m", "1h30m", "250ms", "2d"."""
-
-    name = "duration"
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> timedelta:
-        if isinstance(value, timedelta):
-            return value
-        text = str(value).strip().lower()
-        parts = _DURATION_PART.findall(text)
-        if not text or "".join(number + unit for number, unit in parts) != text:
-            self.fail(f"{value!r} is not a duration (e.g. 30s, 5m, 1h30m, 250ms)", param, ctx)
-        return timedelta(seconds=sum(float(number) * _UNIT_S[unit] for number, unit in parts))
-
-
-_RELATIVE = re.compile(r"(now)?\s*([+-])\s*(\S+)")
-
-
-class InstantType(click.ParamType[datetime, Any]):
-    """ISO 8601 with a UTC offset ("2027-03-28T01:30:00+01:00", "2027-03-28T00:30:00Z"), or
-    relative to now: "now", "now-3d", "-3d", "+1h30m" (resolved when the command runs).
-
-    Relative instants keep scripts and docs from rotting: a backfill "from three
-    days ago" stays inside the retention window whenever it runs.
-    """
-
-    name = "instant"
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> datetime:
-        if isinstance(value, datetime):
-            return value
-        text = str(value).strip()
-        if text.lower() == "now":
-            return datetime.now(UTC)
-        relative = _RELATIVE.fullmatch(text.lower())
-        if relative is not None:
-            _, sign, amount = relative.groups()
-            offset = DURATION.convert(amount, param, ctx)
-            return datetime.now(UTC) + (offset if sign == "+" else -offset)
-        try:
-            instant = datetime.fromisoformat(text)
-        except ValueError:
-            self.fail(
-                f"{value!r} is not an ISO 8601 instant or a time from now (now, -3d, +1h)",
-                param,
-                ctx,
-            )
-        if instant.tzinfo is None:
-            self.fail(f"{value!r} needs a UTC offset (e.g. +01:00 or Z)", param, ctx)
-        return instant
-
-
-DURATION = DurationType()
-INSTANT = InstantType()
-
-
-def choice(cls: type[StrEnum]) -> click.Choice[str]:
-    """The values of a StrEnum, as a case-insensitive choice."""
-    return click.Choice([member.value for member in cls], case_sensitive=False)
-
-
-def apply(options: Sequence[Callable[[Any], Any]]) -> Callable[[F], F]:
-    """Several option decorators as one, in the order given."""
-
-    def decorate(function: F) -> F:
-        for option in reversed(options):
-            function = option(function)
-        return function
-
-    return decorate
-
-
-# -- connection, errors, output ------------------------------------------------------------
-
-
-class CommandError(click.ClickException):
-    """A wheel error, shown as `wheel: error: <message>` (exit 1), as `wheel.cli.main.main` does."""
-
-    def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"wheel: error: {self.format_message()}", err=True, file=file)
-
-
-@dataclasses.dataclass(frozen=True)
-class Session:
-    """How a command reaches the cluster and shows what it got."""
-
-    endpoints: tuple[str, ...]
-    token: str | None
-    tls: bool
-    tls_ca: Path | None
-    output: str
-    wide: bool = False
-    """Tables keep every column on one line, ids included, whatever the terminal's width."""
-
-    def call(self, work: Callable[[Client], T]) -> T:
-        """`work` with a client that is closed afterwards."""
-        from wheel.client import Client
-
-        if not self.endpoints:
-            raise click.UsageError("no endpoint: give --endpoint host:port (or WHEEL_ENDPOINTS)")
-        with Client(
-            self.endpoints, token=self.token, tls=self.tls, root_certificates=self.tls_ca
-        ) as client:
-            return work(client)
-
-    def show(self, value: object, human: Callable[[Console], None]) -> None:
-        """`value` as JSON (--output json), a JSON object a line (jsonl), its ids (--output
-        id), or as `human` shows it."""
-        if self.output == "json":
-            from wheel.client.plain import to_plain
-
-            click.echo(json.dumps(to_plain(value), indent=2))
-        elif self.output == "jsonl":
-            json_lines(value)
-        elif self.output == "id":
-            for ident in ids_of(value):
-                click.echo(ident)
-        else:
-            # markup off: names, errors and payloads are data, never rich markup.
-            human(Console(highlight=False, markup=False))
-
-
-def json_lines(value: object) -> None:
-    """A JSON object a line: a page's or a list's items, else the one result; a page's
-    continuation goes to stderr, so that stdout holds only objects."""
-    from wheel.client.plain import to_plain
-    from wheel.client.types import Page
-
-    items: object = value
-    if isinstance(value, Page):
-        items = value.items
-        if value.next_page_token:
-            click.echo(f"more: --page-token {value.next_page_token}", err=True)
-    for item in items if isinstance(items, list | tuple) else [items]:
-        click.echo(json.dumps(to_plain(item), separators=(",", ":")))
-
-
-def ids_of(value: object) -> list[str]:
-    """The ids `--output id` prints, one per line, for scripts: `$(wheel ... --output id)`."""
-    from wheel.client.types import Backfill, CreatedJob, Explanation, NextRun, Page
-
-    if isinstance(value, Page):
-        return [i for item in value.items for i in ids_of(item)]
-    if isinstance(value, CreatedJob):
-        return [str(value.job.id)]
-    if isinstance(value, Backfill):
-        return [*value.created_ids, *value.existing_ids]
-    if isinstance(value, Explanation):
-        return [value.execution_id] if value.execution_id else []
-    if isinstance(value, NextRun):
-        return [value.instant.isoformat()]
-    if isinstance(value, list | tuple):
-        return [i for item in value for i in ids_of(item)]
-    ident = getattr(value, "id", None)
-    return [str(ident)] if ident is not None else []
-
-
-_CONNECTION = (
-    click.option(
-        "--endpoint",
-        multiple=True,
-        envvar="WHEEL_ENDPOINTS",
-        help="host:port of a scheduler node; repeat or comma-separate for several "
-        "(env WHEEL_ENDPOINTS).",
-    ),
-    click.option(
-        "--token",
-        envvar="WHEEL_TOKEN",
-        help="Bearer token from `wheel tokens create` (env WHEEL_TOKEN; prefer the variable).",
-    ),
-    click.option(
-        "--tls/--no-tls", envvar="WHEEL_TLS", default=False, help="Speak TLS (env WHEEL_TLS)."
-    ),
-    click.option(
-        "--tls-ca",
-        type=click.Path(exists=True, dir_okay=False, path_type=Path),
-        envvar="WHEEL_TLS_CA",
-        help="PEM CA bundle to verify nodes with; implies --tls (env WHEEL_TLS_CA).",
-    ),
-    click.option(
-        "-o",
-        "--output",
-        type=click.Choice(["table", "json", "jsonl", "id"]),
-        default="table",
-        show_default=True,
-        help="table for people; json for programs; jsonl: one JSON object a line (a list's "
-        "items, `more: --page-token` on stderr); id: only the ids, one a line.",
-    ),
-    click.option(
-        "--wide",
-        is_flag=True,
-        help="Tables unfolded, one line a row, ids included, past the terminal's width.",
-    ),
-    configfile.option(),
-)
-
-# The option a FieldError's field came from: the client's, the model's or the request's name.
-_OPTIONS = {
-    "endpoints": "--endpoint",
-    "token": "--token",
-    "root_certificates": "--tls-ca",
-    "task_type": "--task",
-    "payload": "--payload",
-    "schedule.at": "--at",
-    "schedule.cron": "--cron",
-    "schedule.cron.expression": "--cron",
-    "schedule.time_zone": "--tz",
-    "schedule.cron.time_zone": "--tz",
-    "schedule.starts_at": "--start",
-    "schedule.cron.start": "--start",
-    "schedule.ends_at": "--end",
-    "schedule.cron.end": "--end",
-    "schedule.smear": "--smear",
-    "schedule.cron.smear": "--smear",
-    "schedule.dst_gap": "--dst-gap",
-    "schedule.dst_fold": "--dst-fold",
-    "policies.max_attempts": "--max-attempts",
-    "policies.retry.max_attempts": "--max-attempts",
-    "policies.backoff_base": "--backoff-base",
-    "policies.retry.backoff_base": "--backoff-base",
-    "policies.backoff_cap": "--backoff-cap",
-    "policies.retry.backoff_cap": "--backoff-cap",
-    "policies.misfire_grace": "--misfire-grace",
-    "policies.misfire_replay_cap": "--misfire-replay-cap",
-    "policies.timeout": "--timeout",
-    "policies.priority": "--priority",
-    "policies.pool": "--pool",
-    "policies.notify_url": "--notify-url",
-    "http.url": "--http",
-    "count": "--count",
-    "after": "--after",
-    "start": "--from",
-    "end": "--to",
-    "scheduled_after": "--after",
-    "scheduled_before": "--before",
-}
-
-
-def connected(command: Callable[..., None]) -> Callable[..., None]:
-    """Add the connection options; the command gets a `Session` first and raises wheel errors."""
-
-    @functools.wraps(command)
-    def run(
-        *args: Any,
-        endpoint: tuple[str, ...],
-        token: str | None,
-        tls: bool,
-        tls_ca: Path | None,
-        output: str,
-        wide: bool,
-        **kwargs: Any,
-    ) -> None:
-        endpoints = tuple(p.strip() for item in endpoint for p in item.split(",") if p.strip())
-        session = Session(endpoints, token or None, tls, tls_ca, output, wide)
-        try:
-            command(session, *args, **kwargs)
-        except FieldError as exc:
-            option = _OPTIONS.get(exc.field.removeprefix("job."))
-            if option is None:
-                raise CommandError(str(exc)) from exc
-            raise click.BadParameter(exc.reason, param_hint=f"'{option}'") from exc
-        except WheelError as exc:
-            raise CommandError(str(exc)) from exc
-
-    return apply(_CONNECTION)(run)
-
 
 # -- schedules -----------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ def migrate(dsn: str) -> None:
 @options.output
 def shards(endpoint: str, etcd_access: options.EtcdAccess, cluster: str, output: str) -> None:
     """Every partition, the node that owns it and its epoch (as etcdctl would show them)."""
-    from wheel.cli.jobs_options import CommandError
+    from wheel.cli.session import CommandError
     from wheel.coordinator import shards as listing
     from wheel.coordinator.etcd import Etcd
     from wheel.coordinator.layout import Layout

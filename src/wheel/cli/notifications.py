@@ -17,13 +17,14 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 import click
-from rich.console import Console
 
-from wheel.cli.jobs_options import Session, connected
+from wheel.cli.session import Session, connected
 from wheel.model.executions import ExecutionStatus
 from wheel.model.notifications import NOTIFIABLE, Webhook
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from wheel.client import Client
 
 

@@ -1,18 +1,114 @@
-"""Options several `wheel` commands share, defined once so flags and variables agree."""
+"""Options several `wheel` commands share, defined once so flags and variables agree, and
+the parameter types they read values with: durations ("1h30m"), instants (ISO 8601 or
+"now-3d"), the values of an enum.
+
+    @click.option("--timeout", type=DURATION)
+    @click.option("--misfire", type=choice(MisfirePolicy))
+"""
 
 from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 if TYPE_CHECKING:
     from wheel.coordinator.etcd import EtcdSettings
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# -- values --------------------------------------------------------------------------------
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+class DurationType(click.ParamType[timedelta, Any]):
+    """ "30s", "5m", "1h30m", "250ms", "2d"."""
+
+    name = "duration"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> timedelta:
+        if isinstance(value, timedelta):
+            return value
+        text = str(value).strip().lower()
+        parts = _DURATION_PART.findall(text)
+        if not text or "".join(number + unit for number, unit in parts) != text:
+            self.fail(f"{value!r} is not a duration (e.g. 30s, 5m, 1h30m, 250ms)", param, ctx)
+        return timedelta(seconds=sum(float(number) * _UNIT_S[unit] for number, unit in parts))
+
+
+_RELATIVE = re.compile(r"(now)?\s*([+-])\s*(\S+)")
+
+
+class InstantType(click.ParamType[datetime, Any]):
+    """ISO 8601 with a UTC offset ("2027-03-28T01:30:00+01:00", "2027-03-28T00:30:00Z"), or
+    relative to now: "now", "now-3d", "-3d", "+1h30m" (resolved when the command runs).
+
+    Relative instants keep scripts and docs from rotting: a backfill "from three
+    days ago" stays inside the retention window whenever it runs.
+    """
+
+    name = "instant"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> datetime:
+        if isinstance(value, datetime):
+            return value
+        text = str(value).strip()
+        if text.lower() == "now":
+            return datetime.now(UTC)
+        relative = _RELATIVE.fullmatch(text.lower())
+        if relative is not None:
+            _, sign, amount = relative.groups()
+            offset = DURATION.convert(amount, param, ctx)
+            return datetime.now(UTC) + (offset if sign == "+" else -offset)
+        try:
+            instant = datetime.fromisoformat(text)
+        except ValueError:
+            self.fail(
+                f"{value!r} is not an ISO 8601 instant or a time from now (now, -3d, +1h)",
+                param,
+                ctx,
+            )
+        if instant.tzinfo is None:
+            self.fail(f"{value!r} needs a UTC offset (e.g. +01:00 or Z)", param, ctx)
+        return instant
+
+
+DURATION = DurationType()
+INSTANT = InstantType()
+
+
+def choice(cls: type[StrEnum]) -> click.Choice[str]:
+    """The values of a StrEnum, as a case-insensitive choice."""
+    return click.Choice([member.value for member in cls], case_sensitive=False)
+
+
+def apply(options: Sequence[Callable[[Any], Any]]) -> Callable[[F], F]:
+    """Several option decorators as one, in the order given."""
+
+    def decorate(function: F) -> F:
+        for option in reversed(options):
+            function = option(function)
+        return function
+
+    return decorate
+
+
+# -- options -------------------------------------------------------------------------------
+
 
 dsn = click.option(
     "--dsn",

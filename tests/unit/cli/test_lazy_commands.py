@@ -1,4 +1,6 @@
-"""`wheel --help` imports no command; a command imports what it needs and no more.
+"""`wheel --help` imports no command; a command imports what it needs and no more, and
+its heavy modules (the store and psycopg, gRPC, the dev cluster, rich) only when it runs:
+`wheel jobs --help` or `wheel tokens create --help` loads none of them.
 
 The imports are read from `python -X importtime` of a real `wheel` process, so
 they include everything the interpreter loaded, not only what a test can see.
@@ -13,10 +15,18 @@ import sys
 import click
 import pytest
 
+from wheel.cli import executor as executor_cli
 from wheel.cli.main import COMMANDS, cli
+from wheel.executor.config import DEFAULT_HOLD
 
 HEAVY_FOR_HELP = ("grpc", "psycopg", "psycopg_pool", "aiohttp", "rich", "wheel.store",
                   "wheel.dev", "wheel.client", "wheel.scheduler", "wheel.executor")  # fmt: skip
+HEAVY_FOR_A_COMMANDS_HELP = ("grpc", "psycopg", "psycopg_pool", "aiohttp", "rich",
+                             "wheel.store", "wheel.dev.cluster", "wheel.client",
+                             "wheel.coordinator", "wheel.executor", "wheel.api")  # fmt: skip
+# `wheel scheduler`'s options are SchedulerConfig's fields, and `wheel.scheduler.config`
+# imports the etcd client (`EtcdSettings`), so its `--help` loads gRPC: still none of the rest.
+HELP_WITH_GRPC = {"scheduler": ("grpc", "wheel.coordinator")}
 NOT_FOR_A_CALL = ("psycopg", "psycopg_pool", "aiohttp", "wheel.store", "wheel.dev",
                   "wheel.scheduler", "wheel.executor", "wheel.coordinator")  # fmt: skip
 
@@ -48,6 +58,41 @@ def test_a_call_imports_the_client_but_no_store_nor_dev_cluster() -> None:
     modules = imported("jobs", "list", "--endpoint", "127.0.0.1:1", "--token", "whl_x")
     assert "wheel.client.aio" in modules
     assert within(modules, NOT_FOR_A_CALL) == []
+
+
+def every_command() -> list[tuple[str, ...]]:
+    """Each command's argv: `jobs`, and under a group each of its commands (`jobs create`)."""
+    found: list[tuple[str, ...]] = []
+    for name in sorted(COMMANDS):
+        command = COMMANDS[name].load()
+        found.append((name,))
+        if isinstance(command, click.Group):
+            found += [(name, sub) for sub in sorted(command.commands)]
+    return found
+
+
+@pytest.mark.parametrize("argv", every_command(), ids=" ".join)
+def test_a_commands_help_imports_nothing_heavy(argv: tuple[str, ...]) -> None:
+    modules = imported(*argv, "--help")
+    allowed = HELP_WITH_GRPC.get(argv[0], ())
+    heavy = tuple(root for root in HEAVY_FOR_A_COMMANDS_HELP if root not in allowed)
+    assert within(modules, heavy) == []
+    assert within(modules, ("psycopg", "wheel.store", "wheel.dev.cluster")) == []
+
+
+def test_a_call_outside_jobs_imports_the_session_not_the_job_options() -> None:
+    modules = imported("nodes", "--endpoint", "127.0.0.1:1", "--token", "whl_x")
+    assert "wheel.cli.session" in modules
+    assert "wheel.client.aio" in modules
+    assert "wheel.cli.jobs_options" not in modules
+    assert within(modules, NOT_FOR_A_CALL) == []
+
+
+def test_executor_help_shows_the_hold_the_config_defaults_to() -> None:
+    # --help shows a string so as not to import the executor's config (and gRPC) for it.
+    assert str(DEFAULT_HOLD) == executor_cli.HOLD_SHOWN
+    hold = next(p for p in executor_cli.executor.params if p.name == "hold")
+    assert hold.get_default(click.Context(executor_cli.executor)) == DEFAULT_HOLD
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
