@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from wheel.coordinator.etcd import EtcdSettings
+    from wheel.coordinator.etcd_settings import EtcdSettings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -167,7 +167,7 @@ class EtcdAccess:
     etcd_password: str = field(repr=False)
 
     def settings(self, endpoint: str) -> EtcdSettings:
-        from wheel.coordinator.etcd import EtcdSettings
+        from wheel.coordinator.etcd_settings import EtcdSettings
 
         return EtcdSettings.of(
             endpoint,

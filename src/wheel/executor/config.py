@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from wheel.coordinator.etcd import EtcdSettings
+from wheel.coordinator.etcd_settings import EtcdSettings
 from wheel.errors import ConfigError
 
 DEFAULT_HOLD = 50_000

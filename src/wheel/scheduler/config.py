@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yarl
 
-from wheel.coordinator.etcd import EtcdSettings
+from wheel.coordinator.etcd_settings import EtcdSettings
 from wheel.errors import ConfigError
 from wheel.model.notifications import DEFAULT_DENIED
 

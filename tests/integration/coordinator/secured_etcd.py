@@ -24,7 +24,7 @@ import grpc
 from tests.tls_material import Authority
 from wheel._proto.etcd.etcdserverpb import rpc_pb2 as rpc
 from wheel._proto.etcd.etcdserverpb import rpc_pb2_grpc
-from wheel.coordinator.etcd import EtcdSettings
+from wheel.coordinator.etcd_settings import EtcdSettings
 from wheel.local import process
 from wheel.local.etcd import etcd_binary
 from wheel.local.ports import free_port
