@@ -163,13 +163,19 @@ def _create_from_file(session: Session, jobs_file: IO[str]) -> None:
 @jobs.command("list")
 @click.option("--limit", type=click.IntRange(0, 1000), default=0, help="Page size (0: 100).")
 @click.option("--page-token", default="", help="Continue where a listing said 'more'.")
+@click.option(
+    "--attention", is_flag=True,
+    help="Only the jobs whose runs need a person: unserved, overdue or failing.",
+)  # fmt: skip
 @connected
-def list_jobs(session: Session, limit: int, page_token: str) -> None:
+def list_jobs(session: Session, limit: int, page_token: str, attention: bool) -> None:
     """The tenant's jobs, a page at a time."""
     from wheel.cli import show
 
     page = session.call(
-        lambda client: client.list_jobs(page_size=limit, page_token=page_token, with_runs=True)
+        lambda client: client.list_jobs(
+            page_size=limit, page_token=page_token, with_runs=True, needing_attention=attention
+        )
     )
     session.show(page, lambda console: show.jobs(console, page, session.wide))
 
@@ -307,10 +313,25 @@ def update_job(
     "--count", type=click.IntRange(1, 100), default=5, show_default=True, help="How many next runs."
 )
 @click.option("--after", type=INSTANT, help="Runs after this instant (default now).")
+@click.option(
+    "--around", metavar="INSTANT|dst",
+    help="The runs on both sides of an instant: --before of them before it, --count from it. "
+    "'dst': the schedule's zone's next change of offset (within 400 days).",
+)  # fmt: skip
+@click.option(
+    "--before", type=click.IntRange(1, 100), default=5, show_default=True,
+    help="With --around: how many runs before it.",
+)  # fmt: skip
 @click.option("--job", "job_id", help="Resolve H fields and smear as for this job.")
 @connected
 def preview_schedule(
-    session: Session, count: int, after: datetime | None, job_id: str | None, **options: Any
+    session: Session,
+    count: int,
+    after: datetime | None,
+    around: str | None,
+    before: int,
+    job_id: str | None,
+    **options: Any,
 ) -> None:
     """A schedule's next runs, with DST notes; nothing is saved."""
     from wheel.cli import show
@@ -318,10 +339,43 @@ def preview_schedule(
     wanted = schedule(options)
     if wanted is None:
         raise click.UsageError(_NO_SCHEDULE)
-    runs = session.call(
-        lambda client: client.preview_schedule(wanted, count=count, after=after, job_id=job_id)
+    if around is None:
+        runs = session.call(
+            lambda client: client.preview_schedule(wanted, count=count, after=after, job_id=job_id)
+        )
+        session.show(runs, lambda console: show.runs(console, runs))
+        return
+    if after is not None:
+        raise click.UsageError("--around and --after both say where the runs start: give one")
+    at = _around(around, wanted.time_zone)
+    both = session.call(
+        lambda client: client.preview_around(wanted, at, before=before, after=count, job_id=job_id)
     )
-    session.show(runs, lambda console: show.runs(console, runs))
+    session.show(both, lambda console: show.runs_around(console, at, both))
+
+
+def _around(value: str, time_zone: str) -> datetime:
+    """--around's instant: one written out, or the zone's next change of offset ('dst')."""
+    if value.strip().lower() != "dst":
+        try:
+            return INSTANT.convert(value, None, None)
+        except click.BadParameter as exc:
+            exc.param_hint = "--around"
+            raise
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    from wheel.schedule.zones import next_transition
+
+    try:
+        zone = ZoneInfo(time_zone)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise click.BadParameter(f"{time_zone!r} is not a time zone", param_hint="--tz") from exc
+    change = next_transition(zone, datetime.now(UTC), timedelta(days=400))
+    if change is None:
+        raise click.BadParameter(
+            f"{time_zone} does not change its offset within 400 days", param_hint="--around"
+        )
+    return change.at
 
 
 @jobs.command("trigger")

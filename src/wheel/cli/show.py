@@ -182,6 +182,18 @@ def runs(console: Console, items: Sequence[types.NextRun]) -> None:
     console.print(table)
 
 
+def runs_around(console: Console, at: datetime, both: types.RunsAround) -> None:
+    """The runs before an instant, a line for the instant, then the runs from it on."""
+    table = Table("#", "instant (UTC)", "wall time", "zone", "note",
+                  title=f"runs around {when(at)}", title_justify="left")  # fmt: skip
+    for number, run in enumerate(both.earlier, -len(both.earlier)):
+        table.add_row(str(number), when(run.instant), run.wall_time, run.time_zone, run.note or "")
+    table.add_row("", when(at), "", "", "(the instant asked about)", style="dim")
+    for number, run in enumerate(both.later, 1):
+        table.add_row(str(number), when(run.instant), run.wall_time, run.time_zone, run.note or "")
+    console.print(table)
+
+
 def execution(console: Console, title: str, item: types.Execution) -> None:
     """One execution's fields, then its attempts."""
     fields(
