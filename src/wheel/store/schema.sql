@@ -512,7 +512,7 @@ $$;
 -- tests/integration/store/test_claim_plan.py counts the probes. A key of an
 -- overlap-limited job adds a probe of the job's leased runs (an index per day
 -- partition, holding only runs in flight); a missed one, a look at the job's
--- later runs. Neither names scheduled_for, so neither prunes at run time.
+-- later runs. Neither compares scheduled_for itself, so neither prunes at run time.
 -- Keys not returned at all are not pending, held by another claim, of a
 -- paused or deleted job, of a cron job edited since they were made (the
 -- materialiser carries or supersedes them), or in a partition not ours.
@@ -585,21 +585,30 @@ AS $$
                OR e.trigger <> 'schedule')
     ), looked AS (
         -- A missed run: how many of its job's later scheduled runs have come due (by
-        -- this statement's start: an index bound) and wait, or are in flight, counted
-        -- up to the most the policy needs. A skipped or cancelled one does not fire
-        -- instead; one that already ran is not looked for (runs are claimed in
-        -- order). Runs that were not missed are not looked at.
+        -- this statement's start) and wait, or are in flight, counted up to the most
+        -- the policy needs. Later and come due by instant (scheduled_for), not fire_at:
+        -- an earlier run's retry fires after this run's instant and is no later run,
+        -- and a later run claimed ahead of its instant (lead_ms) has not come due. A
+        -- skipped or cancelled one does not fire instead; one that already ran is not
+        -- looked for (runs are claimed in order). Runs that were not missed are not
+        -- looked at. The fire_at bounds are the waiting runs' index bounds; the
+        -- instants are filters written `scheduled_for + interval '0'`, which the
+        -- planner cannot prune by: these probes span every day partition, and a
+        -- partition key compared with this row's values would prune at run time.
         SELECT s.*,
                CASE WHEN s.missed AND NOT s.early AND s.misfire <> 'skip' THEN (
                    SELECT count(*) FROM (
                        (SELECT 1 FROM executions o
                         WHERE o.partition = s.partition AND o.status = 'pending'
                           AND o.fire_at > s.fire_at AND o.fire_at <= statement_timestamp()
-                          AND o.job_id = s.job_id AND o.trigger = 'schedule')
+                          AND o.job_id = s.job_id AND o.trigger = 'schedule'
+                          AND o.scheduled_for + interval '0' > s.scheduled_for)
                        UNION ALL
                        (SELECT 1 FROM executions o
                         WHERE o.job_id = s.job_id AND o.status IN ('dispatched', 'running')
-                          AND o.fire_at > s.fire_at AND o.trigger = 'schedule')
+                          AND o.trigger = 'schedule'
+                          AND o.scheduled_for + interval '0' > s.scheduled_for
+                          AND o.scheduled_for + interval '0' <= statement_timestamp())
                        LIMIT CASE WHEN s.misfire = 'fire_once' THEN 1
                                   ELSE s.misfire_replay_cap END
                    ) later)
@@ -608,7 +617,15 @@ AS $$
     ), busy AS (
         -- An overlap-limited job's run in flight now (read in this statement): the
         -- earliest handed over. Jobs that allow overlap are not looked at.
-        SELECT l.*, b.scheduled_for AS busy_at, b.status AS busy_status,
+        -- `misfires`: the misfire policy skips it (its reason then is the misfire's; a
+        -- missed run the policy lets fire may still be skipped as an overlap, and its
+        -- reason then names the run in flight).
+        SELECT l.*,
+               l.missed AND (l.misfire = 'skip'
+                             OR (l.misfire = 'fire_once' AND l.later_due >= 1)
+                             OR (l.misfire = 'fire_all' AND l.later_due >= l.misfire_replay_cap))
+                   AS misfires,
+               b.scheduled_for AS busy_at, b.status AS busy_status,
                b.dispatched_at AS busy_dispatched_at, b.started_at AS busy_started_at,
                b.fire_at AS busy_fire_at, b.executor_id AS busy_executor
         FROM looked l
@@ -626,11 +643,7 @@ AS $$
                b.ord,
                CASE
                    WHEN b.early THEN 'early'
-                   WHEN b.missed AND (b.misfire = 'skip'
-                                      OR (b.misfire = 'fire_once' AND b.later_due >= 1)
-                                      OR (b.misfire = 'fire_all'
-                                          AND b.later_due >= b.misfire_replay_cap))
-                       THEN 'misfired'
+                   WHEN b.misfires THEN 'misfired'
                    WHEN b.busy_at IS NULL THEN 'claimed'
                    WHEN b.overlap = 'skip' AND b.trigger = 'schedule' AND b.attempt = 0
                         AND b.busy_dispatched_at <= b.fire_at
@@ -639,7 +652,7 @@ AS $$
                    ELSE 'blocked'
                END AS state,
                CASE
-                   WHEN b.missed THEN
+                   WHEN b.misfires THEN
                        'misfire: waited '
                        || wheel_readable(extract(epoch FROM (SELECT o.decided_at FROM owned o) - b.fire_at))
                        || CASE WHEN b.waited <> '' THEN ' ' || b.waited ELSE '' END

@@ -320,3 +320,84 @@ async def test_a_queue_skip_names_the_queued_run_and_the_one_in_flight(store: St
     )  # fmt: skip
     assert await store.occurrences.skip_queued([(fourth, queued)]) == [], "nothing in flight"
     assert (await runs(store, owner, job, [instants[3]]))[0].status is ExecutionStatus.PENDING
+
+
+async def _hand_over(database_dsn: str, key: ExecutionKey, **columns: datetime) -> None:
+    """Set a run's instants as if it had been handed over (or retried) then."""
+    sets = ", ".join(f"{name} = %({name})s" for name in columns)
+    async with await psycopg.AsyncConnection.connect(database_dsn, autocommit=True) as conn:
+        await conn.execute(
+            f"UPDATE executions SET {sets} WHERE job_id = %(job)s AND scheduled_for = %(at)s",
+            {**columns, "job": key.job_id, "at": key.scheduled_for},
+        )
+
+
+async def test_a_missed_run_skipped_as_an_overlap_says_so(store: Store, database_dsn: str) -> None:
+    # The robustness finding (seed 1271529138): Postgres was down while a run was in flight,
+    # so the next one waited past its grace, and its claim skipped it as overlapping the run
+    # whose result was not yet recorded; the reason said a later run fired instead, and none
+    # had come due.
+    owner = await make.tenant(store)
+    job = await make.job(
+        store, owner, partition=PARTITION, misfire=MisfirePolicy.FIRE_ONCE, misfire_grace=GRACE,
+        overlap=OverlapPolicy.SKIP,
+    )  # fmt: skip
+    epochs = await owned(store)
+    first, missed, later = ago(100), ago(90), datetime.now(UTC) + timedelta(seconds=30)
+    await store.occurrences.insert([make.occurrence(job, first)])
+    running = ExecutionKey(job.id, first)
+    (_,) = await store.occurrences.claim([running], epochs, lease_s=300, executors=[EXECUTOR])
+    await _hand_over(database_dsn, running, dispatched_at=first)  # on time, then Postgres went
+    await store.occurrences.insert([make.occurrence(job, at) for at in (missed, later)])
+    outcome = await store.occurrences.claim_batch(
+        [ExecutionKey(job.id, missed)], epochs, lease_s=30, ahead_s=1
+    )
+    assert [u.state for u in outcome.unclaimed] == [ClaimState.SKIPPED]
+    (skipped,) = await runs(store, owner, job, [missed])
+    assert re.fullmatch(
+        rf"overlap: run {re.escape(running.id)} was in flight \(handed to executor-1 "
+        r"[\d. mins]+ before, due [\d. mins]+ before, no result yet\) \(policy skip\)",
+        skipped.reason or "",
+    ), skipped.reason
+
+
+@pytest.mark.parametrize("earlier", ["in flight", "pending"])
+async def test_fire_once_does_not_take_an_earlier_runs_retry_for_a_later_run(
+    store: Store, database_dsn: str, earlier: str
+) -> None:
+    # A retry moves a run's fire_at, not its instant: an earlier run retried after a missed
+    # run's instant is not a later run that fires instead of it.
+    owner = await make.tenant(store)
+    job = await make.job(
+        store, owner, partition=PARTITION, misfire=MisfirePolicy.FIRE_ONCE, misfire_grace=GRACE,
+        max_attempts=3, overlap=OverlapPolicy.ALLOW,
+    )  # fmt: skip
+    first, missed = ago(200), ago(90)
+    retried = await make.failed_run(store, job, first, attempts=1)
+    epochs = await owned(store)
+    if earlier == "in flight":
+        (_,) = await store.occurrences.claim([retried], epochs, lease_s=300)
+    await _hand_over(database_dsn, retried, fire_at=ago(70))  # its retry came due after `missed`
+    await store.occurrences.insert([make.occurrence(job, missed)])
+    key = ExecutionKey(job.id, missed)
+    outcome = await store.occurrences.claim_batch([key], epochs, lease_s=30, ahead_s=1)
+    assert [c.key for c in outcome.claimed] == [key], outcome.unclaimed
+
+
+async def test_fire_once_does_not_count_a_later_run_claimed_ahead_of_its_instant(
+    store: Store,
+) -> None:
+    # A node claims a run `lead_ms` before its instant: in flight, it has not come due, and a
+    # missed run claimed meanwhile is the latest due one: it fires.
+    owner = await make.tenant(store)
+    job = await make.job(
+        store, owner, partition=PARTITION, misfire=MisfirePolicy.FIRE_ONCE, misfire_grace=GRACE,
+        overlap=OverlapPolicy.ALLOW,
+    )  # fmt: skip
+    epochs = await owned(store)
+    missed, ahead = ago(90), datetime.now(UTC) + timedelta(seconds=5)
+    await store.occurrences.insert([make.occurrence(job, at) for at in (missed, ahead)])
+    (_,) = await store.occurrences.claim([ExecutionKey(job.id, ahead)], epochs, lease_s=30)
+    key = ExecutionKey(job.id, missed)
+    outcome = await store.occurrences.claim_batch([key], epochs, lease_s=30, ahead_s=1)
+    assert [c.key for c in outcome.claimed] == [key], outcome.unclaimed
