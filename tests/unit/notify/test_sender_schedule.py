@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from aiohttp import web
@@ -31,7 +31,7 @@ class _Row:
     next_at_ms: int
     state: str = "pending"
     tries: int = 0
-    retry_in_s: list[float] | None = None
+    retry_in_s: list[float] = field(default_factory=list)
 
 
 class _Outbox:
@@ -49,12 +49,12 @@ class _Outbox:
             status=ExecutionStatus.DEAD, reason=None, attempt=1, error="boom", url=url,
             created_at=now, tries=0, secrets=(SECRET,),
         )  # fmt: skip
-        row = self.rows[due.id] = _Row(due, self._clock.wall_ms(), retry_in_s=[])
+        row = self.rows[due.id] = _Row(due, self._clock.wall_ms())
         return row
 
     async def claim(self, node_id: str, *, limit: int, lease_s: float) -> list[Due]:
         now_ms = self._clock.wall_ms()
-        taken = []
+        taken: list[Due] = []
         for row in self.rows.values():
             if row.state == "pending" and row.next_at_ms <= now_ms and len(taken) < limit:
                 row.tries += 1
@@ -68,7 +68,6 @@ class _Outbox:
         row = self.rows[due.id]
         if row.tries != due.tries:
             return False
-        assert row.retry_in_s is not None
         row.retry_in_s.append(retry_in_s)
         if delivered:
             row.state = "delivered"
@@ -107,13 +106,16 @@ async def _receiver(statuses: Sequence[int]) -> AsyncIterator[tuple[str, _Heard]
         await runner.cleanup()
 
 
-def _sender(outbox: _Outbox, clock: ManualClock, settings: SendSettings) -> Sender:
+def _sender(
+    outbox: _Outbox, clock: ManualClock, settings: SendSettings,
+    rand: Callable[[], float] = lambda: 1.0,  # the whole backoff, no random half
+) -> Sender:  # fmt: skip
     return Sender(
         outbox,  # type: ignore[arg-type]  # the in-memory stand-in for `Outbox`
         replace(settings, denied_networks=()),
         node_id="node-a",
         clock=lambda: clock.wall_ms() / 1000,
-        rand=lambda: 1.0,  # the whole backoff, no random half
+        rand=rand,
     )
 
 
@@ -159,16 +161,14 @@ async def test_a_notification_is_given_up_after_its_last_try_and_never_tried_aga
 async def test_a_random_half_spreads_the_retries_of_many_senders() -> None:
     clock = ManualClock()
     outbox = _Outbox(clock)
-    settings = SendSettings(backoff_base_s=8.0, backoff_cap_s=60.0, denied_networks=())
+    settings = SendSettings(backoff_base_s=8.0, backoff_cap_s=60.0)
     halves = iter([0.0, 0.5])
-    async with _receiver([500]) as (url, _):
-        sender = Sender(outbox, settings, node_id="node-a",  # type: ignore[arg-type]
-                        clock=lambda: clock.wall_ms() / 1000, rand=lambda: next(halves))  # fmt: skip
-        async with sender:
-            row = outbox.add(url)
-            await sender.send_due()
-            clock.advance(3999)
-            assert await sender.send_due() == 0, "at least half the backoff"
-            clock.advance(1)
-            assert await sender.send_due() == 1, "the least wait: half of 8 s"
+    rand = lambda: next(halves)  # noqa: E731
+    async with _receiver([500]) as (url, _), _sender(outbox, clock, settings, rand) as sender:
+        row = outbox.add(url)
+        await sender.send_due()
+        clock.advance(3999)
+        assert await sender.send_due() == 0, "at least half the backoff"
+        clock.advance(1)
+        assert await sender.send_due() == 1, "the least wait: half of 8 s"
     assert row.retry_in_s == [4.0, 12.0], "half of 16 s, then half of the other half"
