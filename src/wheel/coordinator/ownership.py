@@ -140,8 +140,6 @@ class Ownership:
             ),
             lease=self._session.lease_id,
         )
-        if self._alarm is None:
-            self._alarm = LoopAlarm(asyncio.get_running_loop())
         self.takeovers.start()
         await self._nodes.start()
         await self._keys.start()
@@ -247,7 +245,7 @@ class Ownership:
         self._later(delay_s, self._wake.set)
 
     def _later(self, delay_s: float, callback: Callable[[], None]) -> AlarmHandle:
-        if self._alarm is None:  # reconciling without `start` (tests of one pass)
+        if self._alarm is None:  # the running loop's, once there is one
             self._alarm = LoopAlarm(asyncio.get_running_loop())
         return self._alarm.call_later(math.ceil(delay_s * 1000), callback)
 
