@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import random
 from collections.abc import Awaitable, Callable
 
 from wheel.cancelling import cancelled_meanwhile
 from wheel.errors import WheelError
-from wheel.timingwheel import Alarm
+from wheel.timingwheel import Alarm, sleep
 
 log = logging.getLogger(__name__)
 
@@ -32,21 +31,6 @@ RETRY_MAX_S = 5.0
 def jitter(seconds: float, rand: Callable[[], float] = random.random) -> float:
     """A little randomness so nodes' periodic work does not line up."""
     return seconds * (0.8 + 0.4 * rand())
-
-
-async def _pause(alarm: Alarm, seconds: float) -> None:
-    """`asyncio.sleep(seconds)`, woken by `alarm` instead of the loop's own timer."""
-    woken = asyncio.get_running_loop().create_future()
-
-    def wake() -> None:
-        if not woken.done():
-            woken.set_result(None)
-
-    handle = alarm.call_later(math.ceil(seconds * 1000), wake)
-    try:
-        await woken
-    finally:
-        handle.cancel()
 
 
 def every(
@@ -60,12 +44,6 @@ def every(
     """A task running `work` every `interval_s` (jittered by `rand`) until cancelled; it
     waits on the running loop, or on `alarm` when one is given."""
 
-    async def sleep(seconds: float) -> None:
-        if alarm is None:
-            await asyncio.sleep(seconds)
-        else:
-            await _pause(alarm, seconds)
-
     async def loop() -> None:
         failures = 0
         while True:
@@ -73,7 +51,7 @@ def every(
                 await work()
                 cancelled_meanwhile()  # the work may have lost it (wheel.cancelling)
                 failures = 0
-                await sleep(jitter(interval_s, rand))
+                await sleep(jitter(interval_s, rand), alarm)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -83,6 +61,6 @@ def every(
                     log.warning("node.loop_failed", extra={"loop": name, "error": str(exc)})
                 else:
                     log.exception("node.loop_failed", extra={"loop": name})
-                await sleep(min(interval_s, 0.1 * 2**failures, RETRY_MAX_S))
+                await sleep(min(interval_s, 0.1 * 2**failures, RETRY_MAX_S), alarm)
 
     return asyncio.create_task(loop(), name=name)
