@@ -21,6 +21,10 @@ its partitions is taken as soon as its key goes; a node past its quota gives
 up one partition at a time to each taker, the next once the last was taken,
 so it fires them until its taker is ready; and a node acquires the partitions
 that have gone unowned longest first.
+
+Time is read from an injected `Clock` and waited on through an `Alarm` (the
+system's and the running loop's by default; a test's `ManualClock` is both):
+the retry backoff, the wait for a holder to hand over, and "free since".
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 
@@ -41,6 +45,7 @@ from wheel.coordinator.mirror import PrefixMirror
 from wheel.coordinator.session import Session
 from wheel.errors import CoordinatorError, WheelError
 from wheel.model.ids import PartitionId
+from wheel.timingwheel import Alarm, AlarmHandle, Clock, LoopAlarm, SystemClock
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +80,14 @@ class Ownership:
         on_acquired: Acquired,
         on_released: Released,
         address: str = "",
+        clock: Clock | None = None,
+        alarm: Alarm | None = None,
     ) -> None:
+        """`clock` is read for every wait and stamp, `alarm` wakes the next reconciliation
+        (both default to the system's and the running loop's)."""
         self._etcd = etcd
+        self._clock: Clock = clock or SystemClock()
+        self._alarm = alarm
         self._layout = layout
         self.node_id = node_id
         self._count = partitions
@@ -106,7 +117,7 @@ class Ownership:
         the key was there before: then it is never deleted but with the lease)."""
         self._awaited_since: float | None = None
         """Since when another node has held something this node is given (monotonic)."""
-        self._settle_check: asyncio.TimerHandle | None = None
+        self._settle_check: AlarmHandle | None = None
         self._given_up: dict[PartitionId, tuple[int, str]] = {}
         """Partitions this node released past its quota that nobody holds yet: the epoch it
         released, and the node meant to take it."""
@@ -123,7 +134,7 @@ class Ownership:
                 {
                     "node": self.node_id,
                     "address": self._address,
-                    "since": datetime.now(UTC).isoformat(),
+                    "since": self._now().isoformat(),
                     "assignment": assignment.STICKY,
                 }
             ),
@@ -219,12 +230,10 @@ class Ownership:
         a returning node is ready once it holds its share, not when it has asked for it.
         Waited for a session TTL at most: a holder gone silent has let go by then."""
         if self._awaited_since is not None:
-            left_s = self._awaited_since + self._session.ttl_s - time.monotonic()
+            left_s = self._awaited_since + self._session.ttl_s - self._monotonic_s()
             if left_s > 0:
                 if self._settle_check is None:  # one is enough: it reconciles, then asks again
-                    self._settle_check = asyncio.get_running_loop().call_later(
-                        left_s, self._check_settled
-                    )
+                    self._settle_check = self._later(left_s, self._check_settled)
                 return
         self.settled.set()
 
@@ -233,7 +242,18 @@ class Ownership:
         self._wake.set()
 
     def _wake_later(self, delay_s: float) -> None:
-        asyncio.get_running_loop().call_later(delay_s, self._wake.set)
+        self._later(delay_s, self._wake.set)
+
+    def _later(self, delay_s: float, callback: Callable[[], None]) -> AlarmHandle:
+        if self._alarm is None:  # the running loop's, once there is one
+            self._alarm = LoopAlarm(asyncio.get_running_loop())
+        return self._alarm.call_later(math.ceil(delay_s * 1000), callback)
+
+    def _monotonic_s(self) -> float:
+        return self._clock.monotonic_ms() / 1000
+
+    def _now(self) -> datetime:
+        return datetime.fromtimestamp(self._clock.wall_ms() / 1000, UTC)
 
     async def _reconcile(self) -> None:
         holders = self._holders()
@@ -243,7 +263,7 @@ class Ownership:
         if not any(p in holders and claims[p].node != self.node_id for p in desired):
             self._awaited_since = None
         elif self._awaited_since is None:
-            self._awaited_since = time.monotonic()
+            self._awaited_since = self._monotonic_s()
         # Past its quota, a node gives up one partition at a time to each taker, the next
         # once the last has a new owner: each is fired here while its taker loads the one
         # before, rather than waiting unowned in the taker's queue.
@@ -268,7 +288,7 @@ class Ownership:
                     await self._acquired(partition, kv.create_revision)
                 else:
                     await self._etcd.delete_if_created_at(kv.key, kv.create_revision)
-        now = time.monotonic()
+        now = self._monotonic_s()
         self._free_since = {
             PartitionId(p): self._free_since.get(PartitionId(p), now)
             for p in range(self._count)
@@ -282,7 +302,7 @@ class Ownership:
                 continue  # another node still holds it (its delete will wake us), or backing off
             epoch = await self._etcd.create(
                 self._layout.partition(partition),
-                encode({"node": self.node_id, "since": datetime.now(UTC).isoformat()}),
+                encode({"node": self.node_id, "since": self._now().isoformat()}),
                 lease=self._session.lease_id,
             )
             if epoch is not None:
@@ -350,11 +370,11 @@ class Ownership:
             accepted = await self._on_acquired(partition, epoch)
         except Exception:
             del self.held[partition]
-            self._refused[partition] = time.monotonic() + RETRY_MIN_S
+            self._refused[partition] = self._monotonic_s() + RETRY_MIN_S
             await self._etcd.delete_if_created_at(self._layout.partition(partition), epoch)
             raise
         if not accepted:
-            self._refused[partition] = time.monotonic() + REFUSED_BACKOFF_S
+            self._refused[partition] = self._monotonic_s() + REFUSED_BACKOFF_S
             self._wake_later(REFUSED_BACKOFF_S)
             await self._release(partition)
 

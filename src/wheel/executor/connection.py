@@ -11,6 +11,10 @@ with jitter (reset once a stream was welcomed). A node that pings and then
 says nothing for SILENT_INTERVALS heartbeat intervals is taken to be gone for
 that stream, which then ends the same way. Cancelling the link closes its
 stream.
+
+Its waits (the heartbeat interval, the reconnect backoff) are on an injected
+`Alarm` and silence is measured on an injected monotonic `clock` (by default
+the running loop and `time.monotonic`; a test's `ManualClock`).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from wheel.executor.messages import (
     result_to_proto,
 )
 from wheel.keepalive import CLIENT_KEEPALIVE
+from wheel.timingwheel import Alarm, sleep
 
 log = logging.getLogger(__name__)
 
@@ -87,14 +92,18 @@ class Stream:
     is False the stream takes nothing more.
     """
 
-    def __init__(self, node_id: str, welcome_node_id: str, heartbeat_interval_s: float) -> None:
+    def __init__(
+        self, node_id: str, welcome_node_id: str, heartbeat_interval_s: float,
+        *, clock: Callable[[], float] = time.monotonic,
+    ) -> None:  # fmt: skip
+        self._clock = clock
         self.node_id = node_id
         """The node's id in etcd (`nodes/<id>`)."""
         self.welcome_node_id = welcome_node_id
         self.heartbeat_interval_s = heartbeat_interval_s
         self.alive = True
-        self.heard_at = time.monotonic()
-        """When the node last sent anything on it."""
+        self.heard_at = clock()
+        """When the node last sent anything on it (`clock` time)."""
         self.pinged = False
         """The node pings: silence on this stream then means it is gone."""
         self.credit: dict[str, int] = {}
@@ -112,8 +121,16 @@ class Stream:
     def gone_silent(self) -> bool:
         """A node that pings has said nothing for SILENT_INTERVALS heartbeat intervals: the
         stream is as good as ended (the ticker ends it)."""
-        silent_s = time.monotonic() - self.heard_at
+        silent_s = self._clock() - self.heard_at
         return self.pinged and silent_s > SILENT_INTERVALS * self.heartbeat_interval_s
+
+    def heard(self) -> None:
+        """The node sent something on it now."""
+        self.heard_at = self._clock()
+
+    def silent_s(self) -> float:
+        """How long the node has said nothing on it."""
+        return self._clock() - self.heard_at
 
     def grant(self, pool: str, count: int) -> None:
         if count > 0 and self.alive:
@@ -225,8 +242,12 @@ class NodeLink:
         jitter: Callable[[], float] = lambda: random.uniform(0.5, 1.0),
         credentials: grpc.ChannelCredentials | None = None,
         token: str = "",
+        clock: Callable[[], float] = time.monotonic,
+        alarm: Alarm | None = None,
     ) -> None:
         self.node_id = node_id
+        self._clock = clock
+        self._alarm = alarm
         self.address = address
         self._credentials = credentials
         """TLS to the node when set (the nodes serve TLS only, when configured)."""
@@ -254,7 +275,7 @@ class NodeLink:
                 "link.reconnect",
                 extra={"node": self.node_id, "address": self.address, "after_s": round(pause_s, 3)},
             )
-            await asyncio.sleep(pause_s)  # backoff: the node is listed but not answering
+            await sleep(pause_s, self._alarm)  # backoff: the node is listed but not answering
             delay_s = min(delay_s * 2, self._backoff_max_s)
 
     async def _attempt(self) -> bool:
@@ -284,7 +305,9 @@ class NodeLink:
             interval_ms = max(
                 first.welcome.heartbeat_interval_ms or DEFAULT_HEARTBEAT_MS, MIN_HEARTBEAT_MS
             )
-            stream = Stream(self.node_id, first.welcome.node_id, interval_ms / 1000)
+            stream = Stream(
+                self.node_id, first.welcome.node_id, interval_ms / 1000, clock=self._clock
+            )
             log.info(
                 "link.up",
                 extra={"node": self.node_id, "address": self.address, "heartbeat_ms": interval_ms},
@@ -334,7 +357,7 @@ class NodeLink:
             message = await call.read()
             if not isinstance(message, pb.SchedulerMessage):
                 return  # EOF: the node ended the stream
-            stream.heard_at = time.monotonic()
+            stream.heard()
             self._deliver(stream, message)
 
     async def _write(self, call: Call, stream: Stream) -> None:
@@ -348,11 +371,11 @@ class NodeLink:
         and a stream ended on its side is not always heard of on this one)."""
         interval_s = stream.heartbeat_interval_s
         while stream.alive:
-            await asyncio.sleep(interval_s)
+            await sleep(interval_s, self._alarm)
             for execution_id, fence in self._handler.heartbeats_for(stream):
                 stream.send_heartbeat(execution_id, fence)
             if stream.gone_silent():
-                silent_s = time.monotonic() - stream.heard_at
+                silent_s = stream.silent_s()
                 raise TimeoutError(f"nothing from node {self.node_id} for {silent_s:.0f} s")
 
     def _dispatch(self, stream: Stream, message: pb.Dispatch) -> None:

@@ -25,6 +25,11 @@ Messages naming an (execution id, fence) act only on that exact pair:
 `StaleFence` stops a held or running run without a result and drops a
 buffered result; `ResultAccepted` drops a buffered result;
 `CancelExecution` stops the handler and reports FAILED `cancelled: <reason>`.
+
+Time: instants are read from `wall`, durations from `clock` (monotonic seconds), and
+every timer (the starts', the deadlines', a cancel grace, a drain's timeout) is set on
+`alarm` — the running loop's by default, a test's `ManualClock` (with `wall` and `clock`
+read from it) so that nothing waits.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import functools
 import heapq
 import itertools
 import logging
+import math
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
@@ -60,7 +66,7 @@ from wheel.executor.runner import CANCEL_GRACE_S, SHUTDOWN_ERROR, Run, Stop, con
 from wheel.executor.tasks import TaskRegistry
 from wheel.executor.threads import HandlerThreads
 from wheel.model.ids import ExecutionId
-from wheel.timingwheel import GcGovernor
+from wheel.timingwheel import Alarm, AlarmHandle, GcGovernor, LoopAlarm
 
 log = logging.getLogger(__name__)
 
@@ -152,8 +158,10 @@ class Executions:
         clock: Callable[[], float] = time.monotonic,
         cancel_grace_s: float = CANCEL_GRACE_S,
         governor: GcGovernor | None = None,
+        alarm: Alarm | None = None,
     ) -> None:
         self._registry = registry
+        self._alarm = alarm
         self._concurrency = dict(pools)
         self._pools = {
             name: _Pool(name, concurrency, hold, backlog_s) for name, concurrency in pools.items()
@@ -175,11 +183,11 @@ class Executions:
         self._starts: list[tuple[float, int, Run]] = []
         """Held runs by start_at (epoch seconds), earliest first; stale entries skipped."""
         self._order = itertools.count()
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: AlarmHandle | None = None
         self._timer_at = float("inf")
         self._deadlines: list[tuple[float, int, RunKey]] = []
-        """Running runs' deadlines (loop time), earliest first; ended runs' entries skipped."""
-        self._deadline_timer: asyncio.TimerHandle | None = None
+        """Running runs' deadlines (`clock` time), earliest first; ended runs' entries skipped."""
+        self._deadline_timer: AlarmHandle | None = None
         self._deadline_timer_at = float("inf")
         self._idle = asyncio.Event()
         self._idle.set()
@@ -332,12 +340,37 @@ class Executions:
             if run.phase in ("held", "ready"):
                 self._stop(run, Stop("shutdown"))
         if self._runs:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._idle.wait(), timeout_s)
+            await self._idle_within(timeout_s)
         for run in list(self._runs.values()):
             self._stop(run, Stop("shutdown"))
         if self._runs:
             await self._idle.wait()  # each bounded by the cancel grace
+
+    async def _idle_within(self, timeout_s: float) -> None:
+        """Wait until nothing is held here, or `timeout_s` on the alarm."""
+        if timeout_s <= 0:
+            return
+        timed_out = asyncio.get_running_loop().create_future()
+
+        def time_out() -> None:
+            if not timed_out.done():
+                timed_out.set_result(None)
+
+        handle = self._later(timeout_s, time_out)
+        idle = asyncio.ensure_future(self._idle.wait())
+        try:
+            await asyncio.wait({idle, timed_out}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            handle.cancel()
+            idle.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await idle
+
+    def _later(self, delay_s: float, callback: Callable[[], None]) -> AlarmHandle:
+        """Run `callback` on the alarm no earlier than `delay_s` from now."""
+        if self._alarm is None:
+            self._alarm = LoopAlarm(asyncio.get_running_loop())
+        return self._alarm.call_later(math.ceil(delay_s * 1000), callback)
 
     # Starting
 
@@ -345,9 +378,8 @@ class Executions:
         """One timer, for the earliest start of every held run."""
         if self._timer is not None:
             self._timer.cancel()
-        loop = asyncio.get_running_loop()
         delay_s = max(0.0, start_s - self._wall().timestamp())
-        self._timer = loop.call_at(loop.time() + delay_s, self._starts_due)
+        self._timer = self._later(delay_s, self._starts_due)
         self._timer_at = start_s
 
     def _starts_due(self) -> None:
@@ -434,7 +466,8 @@ class Executions:
             return
         run.phase = "running"
         pool.running += 1
-        pool.started(self._clock())
+        started_s = self._clock()
+        pool.started(started_s)
         loop = asyncio.get_running_loop()
         key = run.key
 
@@ -481,11 +514,11 @@ class Executions:
                                       self._wall()))  # fmt: skip
             return
         run.handler.add_done_callback(functools.partial(self._handler_done, run))
-        run.deadline_at = loop.time() + timeout_s
-        self._watch_deadline(loop, run.deadline_at, key)
+        run.deadline_at = started_s + timeout_s
+        self._watch_deadline(run.deadline_at, key)
 
-    def _watch_deadline(self, loop: asyncio.AbstractEventLoop, due: float, key: RunKey) -> None:
-        """Stop the run at `due` (loop time) if it still runs: one heap and one timer for
+    def _watch_deadline(self, due: float, key: RunKey) -> None:
+        """Stop the run at `due` (`clock` time) if it still runs: one heap and one timer for
         every run's deadline, not a timer handle each (asyncio orders those with a Python
         `__lt__`: a tenth of a run's cost here). Entries of ended runs are skipped when due,
         and dropped whenever they outnumber the runs held."""
@@ -498,13 +531,12 @@ class Executions:
         if due < self._deadline_timer_at:
             if self._deadline_timer is not None:
                 self._deadline_timer.cancel()
-            self._deadline_timer = loop.call_at(due, self._deadlines_due)
+            self._deadline_timer = self._later(due - self._clock(), self._deadlines_due)
             self._deadline_timer_at = due
 
     def _deadlines_due(self) -> None:
         self._deadline_timer, self._deadline_timer_at = None, float("inf")
-        loop = asyncio.get_running_loop()
-        now = loop.time() + _LOOP_RESOLUTION_S  # a loop timer may fire that much early
+        now = self._clock() + _LOOP_RESOLUTION_S  # a loop timer may fire that much early
         deadlines, runs = self._deadlines, self._runs
         while deadlines and deadlines[0][0] <= now:
             due, _, key = heapq.heappop(deadlines)
@@ -513,7 +545,7 @@ class Executions:
                 self._stop(run, Stop("timeout"))
         if deadlines:
             at = deadlines[0][0]
-            self._deadline_timer = loop.call_at(at, self._deadlines_due)
+            self._deadline_timer = self._later(at - self._clock(), self._deadlines_due)
             self._deadline_timer_at = at
 
     # Ending
@@ -547,8 +579,7 @@ class Executions:
             run.handler.cancel()
         if run.timer is not None:
             run.timer.cancel()
-        loop = asyncio.get_running_loop()
-        run.timer = loop.call_later(self._cancel_grace_s, self._abandon, run)
+        run.timer = self._later(self._cancel_grace_s, functools.partial(self._abandon, run))
 
     def _abandon(self, run: Run) -> None:
         if run.phase != "running":

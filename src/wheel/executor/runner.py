@@ -34,6 +34,7 @@ from wheel.executor.connection import Stream
 from wheel.executor.context import TaskContext
 from wheel.executor.messages import Dispatch, Outcome, Report, describe_error
 from wheel.executor.tasks import Task
+from wheel.timingwheel import AlarmHandle
 
 CANCEL_GRACE_S = 2.0
 SHUTDOWN_ERROR = "executor shutting down"
@@ -80,10 +81,10 @@ class Run:
     handler: asyncio.Future[object] | None = None
     """The running handler: its task (async) or its thread job, wrapped."""
     thread_job: Future[object] | None = None
-    timer: asyncio.TimerHandle | None = None
+    timer: AlarmHandle | None = None
     """Its cancel grace once stopped."""
     deadline_at: float = 0.0
-    """While running: when its deadline passes, in the loop's time."""
+    """While running: when its deadline passes, on the monotonic clock `Executions` reads."""
     span: Any = None
     """Its `wheel.handler` span while it runs, when the executor traces (wheel.tracing)."""
 

@@ -3,7 +3,7 @@
 TimingWheel   the data structure: O(1) add and cancel by key, batched expiry
 WheelDriver   fires a wheel on the event loop at UTC instants, in batches
 Clock, Alarm  what the driver reads and sleeps on; SystemClock, LoopAlarm,
-              and ManualClock (both, under a test's control)
+              and ManualClock (both, under a test's control); `sleep` on an Alarm
 GcGovernor    keeps the cyclic GC off a large resident set (gc.freeze)
 """
 
@@ -14,6 +14,7 @@ from wheel.timingwheel.clock import (
     LoopAlarm,
     ManualClock,
     SystemClock,
+    sleep,
 )
 from wheel.timingwheel.config import DriverConfig, WheelConfig
 from wheel.timingwheel.driver import WheelDriver
@@ -37,4 +38,5 @@ __all__ = [
     "TimingWheel",
     "WheelConfig",
     "WheelDriver",
+    "sleep",
 ]

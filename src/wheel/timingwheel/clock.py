@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import math
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -83,6 +84,25 @@ class LoopAlarm:
 
     def call_soon(self, callback: Callable[[], None]) -> AlarmHandle:
         return self._loop.call_soon(callback)
+
+
+async def sleep(seconds: float, alarm: Alarm | None = None) -> None:
+    """`asyncio.sleep(seconds)`, or woken by `alarm` when one is given (a test's
+    `ManualClock`: then only advancing it ends the wait)."""
+    if alarm is None:
+        await asyncio.sleep(seconds)
+        return
+    woken = asyncio.get_running_loop().create_future()
+
+    def wake() -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    handle = alarm.call_later(math.ceil(seconds * 1000), wake)
+    try:
+        await woken
+    finally:
+        handle.cancel()
 
 
 class _ManualHandle:
