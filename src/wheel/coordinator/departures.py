@@ -38,7 +38,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -173,8 +173,20 @@ class Takeovers:
     `nodes/` and `partitions/` show and what the node acquires, and writes the records in
     a task of its own. Not thread-safe; call from the event loop."""
 
-    def __init__(self, etcd: Etcd, layout: Layout, node_id: str, lease: int) -> None:
+    def __init__(
+        self,
+        etcd: Etcd,
+        layout: Layout,
+        node_id: str,
+        lease: int,
+        *,
+        on_lost: Callable[[Departure], None] | None = None,
+    ) -> None:
+        """`on_lost` hears each loss this node records (one node records each loss)."""
         self._etcd = etcd
+        self._on_lost = on_lost
+        self.recorded_lost = 0
+        """How many lost nodes this node recorded."""
         self._layout = layout
         self.node_id = node_id
         self._own = _Session(node_id, lease)
@@ -275,8 +287,12 @@ class Takeovers:
     async def _write(self) -> None:
         while self._gone:
             session, departure = next(iter(self._gone.items()))
-            await record(self._etcd, self._layout, departure)
+            wrote = await record(self._etcd, self._layout, departure)
             del self._gone[session]
+            if wrote:
+                self.recorded_lost += 1
+                if self._on_lost is not None:
+                    self._on_lost(departure)
         while self._taken:
             session = next(iter(self._taken))
             taken = self._taken.pop(session)

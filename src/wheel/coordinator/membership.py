@@ -49,7 +49,10 @@ class Membership:
         on_released: Released,
         address: str = "",
         default_partitions: int = DEFAULT_PARTITIONS,
+        on_lost: Callable[[Departure], None] | None = None,
     ) -> None:
+        """`on_lost` hears each lost node this one records, its own previous session too."""
+        self._on_lost = on_lost
         self._etcd = etcd
         self._layout = layout
         self.node_id = node_id
@@ -108,6 +111,7 @@ class Membership:
             on_acquired=self._on_acquired,
             on_released=self._on_released,
             address=self._address,
+            on_lost=self._on_lost,
         )
         self.ownership = ownership
         await ownership.start()
@@ -156,7 +160,8 @@ class Membership:
         departure = Departure(
             self.node_id, registration.lease, LOST, datetime.now(UTC), address, tuple(held)
         )
-        await record(self._etcd, self._layout, departure)
+        if await record(self._etcd, self._layout, departure) and self._on_lost is not None:
+            self._on_lost(departure)
 
 
 KEEP_ALIVE_SLACK_S = 1.5

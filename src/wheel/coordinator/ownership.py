@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 
 from wheel.coordinator import assignment
 from wheel.coordinator.assignment import Holder
-from wheel.coordinator.departures import Takeovers
+from wheel.coordinator.departures import Departure, Takeovers
 from wheel.coordinator.etcd import Etcd, KeyValue
 from wheel.coordinator.layout import DEFAULT_PARTITIONS, Layout, decode, encode
 from wheel.coordinator.mirror import PrefixMirror
@@ -82,9 +82,11 @@ class Ownership:
         address: str = "",
         clock: Clock | None = None,
         alarm: Alarm | None = None,
+        on_lost: Callable[[Departure], None] | None = None,
     ) -> None:
         """`clock` is read for every wait and stamp, `alarm` wakes the next reconciliation
-        (both default to the system's and the running loop's)."""
+        (both default to the system's and the running loop's); `on_lost` hears each lost
+        node this one records (`Takeovers`)."""
         self._etcd = etcd
         self._clock: Clock = clock or SystemClock()
         self._alarm = alarm
@@ -97,7 +99,7 @@ class Ownership:
         self._address = address
         self.held: dict[PartitionId, int] = {}
         """Partitions this node owns now, with their epochs."""
-        self.takeovers = Takeovers(etcd, layout, node_id, session.lease_id)
+        self.takeovers = Takeovers(etcd, layout, node_id, session.lease_id, on_lost=on_lost)
         """Records the nodes that go and the partitions this one takes from them."""
         self._nodes = PrefixMirror(etcd, layout.nodes, on_change=self._nodes_changed)
         self._keys = PrefixMirror(etcd, layout.partitions, on_change=self._keys_changed)

@@ -9,6 +9,7 @@ from an engine snapshot at scrape time, so nothing is kept twice.
     wheel_executions_total{outcome}   counter    attempts recorded, by outcome
     wheel_refused_reports_total{kind,reason}  counter  results/heartbeats refused
     wheel_executions_skipped_total{reason}    counter  runs skipped: overlap, misfire, superseded
+    wheel_nodes_lost_total            counter    nodes gone without stopping, as recorded here
     wheel_unserved{task_type}         gauge      due runs no connected executor serves
     wheel_claim_batch_size            histogram  occurrences per claim statement
     wheel_claim_seconds               histogram  claim statement latency
@@ -95,6 +96,12 @@ class NodeMetrics:
             ["result"],
             registry=r,
         )
+        self.nodes_lost = CounterMetric(
+            "wheel_nodes_lost",
+            "Nodes this node recorded lost: gone without stopping (killed, frozen, cut off from"
+            " etcd). One node records each loss, so sum over nodes.",
+            registry=r,
+        )
         self.claim_size = Histogram("wheel_claim_batch_size", "Occurrences per claim.",
                                     buckets=_SIZE_BUCKETS, registry=r)  # fmt: skip
         self.claim_seconds = Histogram("wheel_claim_seconds", "Claim statement latency.",
@@ -106,6 +113,10 @@ class NodeMetrics:
         self.horizon_lag_s = 0.0
         self.clock_offset_s = 0.0
         self.durable = 1.0
+
+    def node_lost(self, departure: object) -> None:
+        """A lost node recorded by this node (`coordinator.departures`)."""
+        self.nodes_lost.inc()
 
     def synchronous_standby(self, safe: bool) -> None:
         """A durability reading: whether commits wait for a synchronous standby."""

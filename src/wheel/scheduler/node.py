@@ -344,6 +344,7 @@ class SchedulerNode:
                 on_released=self._released,
                 address=self.address,
                 default_partitions=self.config.partitions,
+                on_lost=None if self.metrics is None else self.metrics.node_lost,
             )
             task = self._membership_task = asyncio.create_task(membership.run())
             self._spawn_ready_watch(membership)

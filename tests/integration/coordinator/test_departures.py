@@ -84,6 +84,10 @@ async def test_a_node_whose_lease_is_revoked_is_recorded_lost_with_its_takers(
         assert kv is not None
         assert kv.lease, "the record lives under a lease of its own"
         assert (await etcd.time_to_live(kv.lease)).granted_s == 3600
+        for node in nodes:
+            await asyncio.wait_for(node.ownership.takeovers.idle.wait(), SLACK_S)
+        counted = [node.ownership.takeovers.recorded_lost for node in nodes]
+        assert sorted(counted) == [0, 1], "one survivor records (and counts) the loss"
     finally:
         await mirror.stop()
         for node in nodes:

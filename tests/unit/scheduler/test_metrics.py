@@ -67,3 +67,15 @@ def test_two_nodes_in_one_process_keep_registries_apart() -> None:
     first, second = watching(SNAPSHOT), watching(SNAPSHOT)
     assert scrape(first)["wheel_owned_partitions{}"] == 8
     assert "process_open_fds{}" in scrape(second)
+
+
+def test_each_lost_node_this_node_records_is_counted() -> None:
+    metrics = NodeMetrics()
+    metrics.node_lost(object())
+    metrics.node_lost(object())
+    samples = {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(generate_latest(metrics.registry).decode())
+        for sample in family.samples
+    }
+    assert samples["wheel_nodes_lost_total"] == 2
