@@ -2,23 +2,29 @@
 
 async with answering([503, 204]) as url:
     ...   # the first POST to url gets 503, every later one 204
+
+`heard`, when given, gets each request's headers in the order they came.
 """
 
 from __future__ import annotations
 
 import contextlib
 import socket
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 
 from aiohttp import web
 
 
 @contextlib.asynccontextmanager
-async def answering(statuses: Sequence[int]) -> AsyncIterator[str]:
+async def answering(
+    statuses: Sequence[int], heard: list[Mapping[str, str]] | None = None
+) -> AsyncIterator[str]:
     script = list(statuses)
 
     async def handle(request: web.Request) -> web.Response:
         await request.read()
+        if heard is not None:
+            heard.append(dict(request.headers))
         return web.Response(status=script.pop(0) if len(script) > 1 else script[0])
 
     app = web.Application()

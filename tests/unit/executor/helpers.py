@@ -11,8 +11,10 @@ from tests.unit.executor.fake_node import FakeNode
 from wheel.coordinator.etcd import Etcd
 from wheel.coordinator.layout import Layout, encode
 from wheel.executor.config import ExecutorConfig
+from wheel.executor.connection import Stream
 from wheel.executor.context import TaskContext
 from wheel.executor.executor import Executor
+from wheel.executor.messages import Dispatch, Report
 from wheel.executor.tasks import TaskRegistry
 
 
@@ -96,3 +98,37 @@ def registry(gate: Gate) -> TaskRegistry:
     tasks.register("block", gate.handler)
     tasks.register("noop", lambda ctx: None)
     return tasks
+
+
+class Kept:
+    """The outbox, as a collaborator: what was reported, and an event per report."""
+
+    def __init__(self) -> None:
+        self.reports: list[Report] = []
+        self._by_key: dict[tuple[str, int], Report] = {}
+        self.changed = asyncio.Event()
+
+    def add(self, report: Report, origin: Stream | None) -> None:
+        self.reports.append(report)
+        self._by_key[report.key] = report
+        self.changed.set()
+
+    def acknowledge(self, execution_id: str, fence: int) -> bool:
+        return False
+
+    def __contains__(self, key: tuple[str, int]) -> bool:
+        return False
+
+    def stream_up(self, stream: Stream) -> None: ...
+    def stream_down(self, stream: Stream) -> None: ...
+
+    async def report_of(self, dispatch: Dispatch) -> Report:
+        async with asyncio.timeout(30):
+            while (report := self._by_key.get(dispatch.key)) is None:
+                self.changed.clear()
+                await self.changed.wait()
+            return report
+
+    def of(self, dispatch: Dispatch) -> Report | None:
+        """The report of `dispatch`'s run, if there is one yet."""
+        return self._by_key.get(dispatch.key)

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tests.unit.executor.helpers import Kept
 from wheel.executor.connection import Stream
 from wheel.executor.context import TaskContext
 from wheel.executor.executions import STALLED_S, Executions
@@ -29,29 +30,10 @@ from wheel.timingwheel import ManualClock
 GRACE_S = 2.0
 
 
-class _Kept:
-    """The outbox: what was reported, by run."""
-
-    def __init__(self) -> None:
-        self.reports: dict[tuple[str, int], Report] = {}
-
-    def add(self, report: Report, origin: Stream | None) -> None:
-        self.reports[report.key] = report
-
-    def acknowledge(self, execution_id: str, fence: int) -> bool:
-        return False
-
-    def __contains__(self, key: tuple[str, int]) -> bool:
-        return False
-
-    def stream_up(self, stream: Stream) -> None: ...
-    def stream_down(self, stream: Stream) -> None: ...
-
-
 class _Bench:
     def __init__(self, concurrency: int = 4, max_ready_wait_s: float = 10.0) -> None:
         self.clock = ManualClock()
-        self.kept = _Kept()
+        self.kept = Kept()
         self.registry = TaskRegistry()
         self.stream = Stream("n1", "n1", 60.0)
         self.started: dict[str, datetime] = {}
@@ -91,7 +73,7 @@ class _Bench:
         await _turns()
 
     def report(self, dispatch: Dispatch) -> Report | None:
-        return self.kept.reports.get(dispatch.key)
+        return self.kept.of(dispatch)
 
 
 @pytest.fixture(autouse=True)

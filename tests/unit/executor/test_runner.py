@@ -18,10 +18,11 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+from tests.unit.executor.helpers import Kept
 from wheel.executor.connection import Stream
 from wheel.executor.context import TaskContext
 from wheel.executor.executions import Executions, _Pool
-from wheel.executor.messages import ERROR_LIMIT_BYTES, Dispatch, Outcome, Report
+from wheel.executor.messages import ERROR_LIMIT_BYTES, Dispatch, Outcome
 from wheel.executor.routing import Router
 from wheel.executor.tasks import Handler, TaskRegistry
 from wheel.executor.threads import HandlerThreads
@@ -54,36 +55,6 @@ def make_dispatch(
         start_at=scheduled,
         deadline=now() + timedelta(seconds=deadline_in_s),
     )
-
-
-class Kept:
-    """The outbox, as a collaborator: what was reported, and an event per report."""
-
-    def __init__(self) -> None:
-        self.reports: list[Report] = []
-        self._by_key: dict[tuple[str, int], Report] = {}
-        self.changed = asyncio.Event()
-
-    def add(self, report: Report, origin: Stream | None) -> None:
-        self.reports.append(report)
-        self._by_key[report.key] = report
-        self.changed.set()
-
-    def acknowledge(self, execution_id: str, fence: int) -> bool:
-        return False
-
-    def __contains__(self, key: tuple[str, int]) -> bool:
-        return False
-
-    def stream_up(self, stream: Stream) -> None: ...
-    def stream_down(self, stream: Stream) -> None: ...
-
-    async def report_of(self, dispatch: Dispatch) -> Report:
-        async with asyncio.timeout(30):
-            while (report := self._by_key.get(dispatch.key)) is None:
-                self.changed.clear()
-                await self.changed.wait()
-            return report
 
 
 HOLD = 10_000

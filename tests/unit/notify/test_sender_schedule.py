@@ -8,14 +8,12 @@ script. Nothing waits: a test moves the clock and runs a pass.
 
 from __future__ import annotations
 
-import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
-from aiohttp import web
-
+from tests.unit.answering import answering
 from wheel.model.executions import ExecutionStatus
 from wheel.model.ids import ExecutionKey, JobId, TenantId
 from wheel.notify.sender import Sender, SendSettings
@@ -78,32 +76,12 @@ class _Outbox:
         return True
 
 
-@dataclass
-class _Heard:
-    stamps: list[int]
-
-
-@contextlib.asynccontextmanager
-async def _receiver(statuses: Sequence[int]) -> AsyncIterator[tuple[str, _Heard]]:
-    """Answers each POST with the next status (the last one from then on)."""
-    script = list(statuses)
-    heard = _Heard([])
-
-    async def handle(request: web.Request) -> web.Response:
-        await request.read()
-        fields = dict(part.split("=", 1) for part in request.headers["Wheel-Signature"].split(","))
-        heard.stamps.append(int(fields["t"]))
-        return web.Response(status=script.pop(0) if len(script) > 1 else script[0])
-
-    app = web.Application()
-    app.router.add_post("/hook", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    try:
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}/hook", heard
-    finally:
-        await runner.cleanup()
+def _stamps(heard: list[Mapping[str, str]]) -> list[int]:
+    """The `t` of each request's signature, in order."""
+    return [
+        int(dict(part.split("=", 1) for part in headers["Wheel-Signature"].split(","))["t"])
+        for headers in heard
+    ]
 
 
 def _sender(
@@ -123,8 +101,9 @@ async def test_failed_tries_are_retried_after_a_backoff_that_doubles_to_its_cap(
     clock = ManualClock()
     outbox = _Outbox(clock)
     settings = SendSettings(backoff_base_s=2.0, backoff_cap_s=10.0, max_tries=10)
+    heard: list[Mapping[str, str]] = []
     async with (
-        _receiver([500] * 5 + [204]) as (url, heard),
+        answering([500] * 5 + [204], heard) as url,
         _sender(outbox, clock, settings) as sender,
     ):
         row = outbox.add(url)
@@ -137,7 +116,7 @@ async def test_failed_tries_are_retried_after_a_backoff_that_doubles_to_its_cap(
         assert row.state == "delivered"
     assert row.retry_in_s == [2.0, 4.0, 8.0, 10.0, 10.0, 0.0]
     first_s = outbox.rows[row.due.id].due.created_at.timestamp()
-    assert [stamp - int(first_s) for stamp in heard.stamps] == [0, 2, 6, 14, 24, 34], (
+    assert [stamp - int(first_s) for stamp in _stamps(heard)] == [0, 2, 6, 14, 24, 34], (
         "each signature is stamped with the sender's clock at its try"
     )
 
@@ -146,7 +125,8 @@ async def test_a_notification_is_given_up_after_its_last_try_and_never_tried_aga
     clock = ManualClock()
     outbox = _Outbox(clock)
     settings = SendSettings(backoff_base_s=1.0, backoff_cap_s=60.0, max_tries=3)
-    async with _receiver([503]) as (url, heard), _sender(outbox, clock, settings) as sender:
+    heard: list[Mapping[str, str]] = []
+    async with answering([503], heard) as url, _sender(outbox, clock, settings) as sender:
         row = outbox.add(url)
         for wait_s in (0, 1, 2):
             clock.advance(wait_s * 1000)
@@ -155,7 +135,7 @@ async def test_a_notification_is_given_up_after_its_last_try_and_never_tried_aga
         assert row.retry_in_s == [1.0, 2.0, 0.0], "no backoff is asked after the last"
         clock.advance(3_600_000)
         assert await sender.send_due() == 0
-    assert len(heard.stamps) == 3
+    assert len(_stamps(heard)) == 3
 
 
 async def test_a_random_half_spreads_the_retries_of_many_senders() -> None:
@@ -164,7 +144,7 @@ async def test_a_random_half_spreads_the_retries_of_many_senders() -> None:
     settings = SendSettings(backoff_base_s=8.0, backoff_cap_s=60.0)
     halves = iter([0.0, 0.5])
     rand = lambda: next(halves)  # noqa: E731
-    async with _receiver([500]) as (url, _), _sender(outbox, clock, settings, rand) as sender:
+    async with answering([500]) as url, _sender(outbox, clock, settings, rand) as sender:
         row = outbox.add(url)
         await sender.send_due()
         clock.advance(3999)
