@@ -301,6 +301,12 @@ class Takeovers:
                     await add_takers(
                         self._etcd, self._layout, session.node_id, session.lease, taken
                     )
+                else:
+                    # A hand-over: this node holds them now, so that node's later departure
+                    # does not list them as held (with no taker).
+                    for partition in taken:
+                        if self._last_holder.get(partition) == session:
+                            self._last_holder[partition] = self._own
             except BaseException:
                 self._taken[session] = {**taken, **self._taken.get(session, {})}
                 raise

@@ -206,3 +206,31 @@ async def test_a_taker_that_never_saw_the_holder_finds_it_among_recent_departure
         await takeovers.stop()
         await etcd.delete_prefix(layout.root)
         await etcd.close()
+
+
+async def test_a_partition_handed_over_earlier_is_not_listed_held_when_its_giver_is_lost(
+    local_services: LocalServices, layout: Layout
+) -> None:
+    etcd = await Etcd.connect(local_services.etcd.endpoint)
+    giver = await etcd.grant(60)
+    await etcd.put(layout.node("node-b"), b"{}", lease=giver)
+    registration = await etcd.get(layout.node("node-b"))
+    assert registration is not None
+    takeovers = Takeovers(etcd, layout, "node-a", 0x3)
+    takeovers.start()
+    try:
+        takeovers.nodes_seen({registration.key: registration})
+        takeovers.partitions_seen([(5, "node-b", giver), (6, "node-b", giver)])
+        takeovers.acquired(5)  # a rebalance: node-b is still registered
+        await asyncio.wait_for(takeovers.idle.wait(), SLACK_S)
+        await etcd.revoke(giver)  # then node-b is lost, holding 6 only
+        takeovers.nodes_seen({})
+        await asyncio.wait_for(takeovers.idle.wait(), SLACK_S)
+        [lost] = await departures(etcd, layout)
+        assert (lost.node_id, lost.state) == ("node-b", LOST)
+        assert set(lost.held) == {6}, "5 was handed over while node-b was registered"
+        assert dict(lost.taken) == {}
+    finally:
+        await takeovers.stop()
+        await etcd.delete_prefix(layout.root)
+        await etcd.close()
