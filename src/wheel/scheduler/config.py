@@ -276,12 +276,7 @@ def _check_public_url(url: str, *, dashboard: bool) -> None:
         raise ConfigError(field, f"not a URL: {exc}") from None
     if parsed.scheme not in ("http", "https") or not parsed.raw_host:
         raise ConfigError(field, f"{url!r} is not an http:// or https:// URL with a host")
-    if (
-        parsed.raw_user is not None
-        or parsed.raw_path not in ("", "/")
-        or parsed.raw_query_string
-        or parsed.raw_fragment
-    ):
+    if not _only_origin(parsed):
         raise ConfigError(field, "names the dashboard's origin only: no user, path or query")
 
 
@@ -300,11 +295,16 @@ def _origin(value: str) -> str:
         raise ConfigError(field, f"{value!r} is not a URL: {exc}") from None
     if url.scheme.lower() not in ("http", "https") or not url.raw_host:
         raise ConfigError(field, f"{value!r} is not an origin: scheme://host[:port]")
-    if (
+    if not _only_origin(url):
+        raise ConfigError(field, f"{value!r} is not an origin: scheme://host[:port], no path")
+    return str(url.origin())
+
+
+def _only_origin(url: yarl.URL) -> bool:
+    """Whether `url` says no more than its origin: no user, path, query or fragment."""
+    return not (
         url.raw_user is not None
         or url.raw_path not in ("", "/")
         or url.raw_query_string
         or url.raw_fragment
-    ):
-        raise ConfigError(field, f"{value!r} is not an origin: scheme://host[:port], no path")
-    return str(url.origin())
+    )
