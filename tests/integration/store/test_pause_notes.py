@@ -68,3 +68,16 @@ async def test_another_tenant_neither_pauses_nor_reads_the_note(store: Store) ->
     assert paused.pause == Pause("", "a person", paused.updated_at)
     first = await store.jobs.get(owner.id, job.id)
     assert first.pause == Pause("private", "a person", first.updated_at)
+
+
+async def test_the_dev_views_recent_runs_carry_their_jobs_pause(store: Store) -> None:
+    owner = await make.tenant(store)
+    _, alice = await store.tenants.create_token(owner.id, "alice")
+    job = await make.job(store, owner)
+    at = make.soon()
+    await store.occurrences.insert([make.occurrence(job, at)])
+    paused = await store.jobs.pause(owner.id, job.id, note="outage", by_token=token_hash(alice))
+    (recent,) = await store.executions.recent(owner.id, since=at, upcoming_s=3600, limit=5)
+    assert (recent.job_status, recent.paused_by, recent.pause_note, recent.paused_at) == (
+        "paused", "alice", "outage", paused.updated_at
+    )  # fmt: skip
