@@ -44,6 +44,7 @@ class ScheduleKind(enum.StrEnum):
     NOW = "now"
     AT = "at"
     CRON = "cron"
+    INTERVAL = "interval"
 
 
 class DstGap(enum.StrEnum):
@@ -61,6 +62,19 @@ class DstFold(enum.StrEnum):
     FIRST = "first"
     LAST = "last"
     BOTH = "both"
+
+
+class IntervalDst(enum.StrEnum):
+    """How an interval schedule counts its spacing across a change of the zone's offset."""
+
+    ELAPSED = "elapsed"
+    """Every run is exactly `every` of real time after the previous one."""
+    WALL = "wall"
+    """Runs keep the same wall-clock spacing in the job's zone (DstGap/DstFold resolve them)."""
+
+
+MIN_INTERVAL = timedelta(seconds=1)
+MAX_INTERVAL = timedelta(days=366)
 
 
 class MisfirePolicy(enum.StrEnum):
@@ -91,7 +105,7 @@ def _looks_like_an_id(name: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Schedule:
-    """When a job runs: now, at an instant, or on a cron expression in a zone."""
+    """When a job runs: now, at an instant, on a cron expression in a zone, or every so long."""
 
     kind: ScheduleKind
     at: datetime | None = None
@@ -106,6 +120,12 @@ class Schedule:
     """A stable offset within this window is added to every occurrence."""
     dst_gap: DstGap = DstGap.DEFAULT
     dst_fold: DstFold = DstFold.DEFAULT
+    every: timedelta | None = None
+    """The spacing of an INTERVAL schedule's runs."""
+    anchor: datetime | None = None
+    """An INTERVAL schedule runs at anchor + k * every (default: the Unix epoch)."""
+    interval_dst: IntervalDst = IntervalDst.ELAPSED
+    """An INTERVAL schedule's spacing: real elapsed time, or the zone's wall clock."""
 
     def __post_init__(self) -> None:
         if (self.kind is ScheduleKind.AT) != (self.at is not None):
@@ -122,6 +142,43 @@ class Schedule:
             raise InvalidArgument("schedule.ends_at", "must be after schedule.starts_at")
         if self.smear < timedelta(0):
             raise InvalidArgument("schedule.smear", "must not be negative")
+        self._check_interval()
+
+    @property
+    def recurring(self) -> bool:
+        """Cron or interval: the materialiser makes its runs (not the create)."""
+        return self.kind in (ScheduleKind.CRON, ScheduleKind.INTERVAL)
+
+    def _check_interval(self) -> None:
+        interval = self.kind is ScheduleKind.INTERVAL
+        if interval != (self.every is not None):
+            raise InvalidArgument(
+                "schedule.every", "required for, and only for, an interval schedule"
+            )
+        if not interval:
+            if self.anchor is not None:
+                raise InvalidArgument("schedule.anchor", "only for an interval schedule")
+            if self.interval_dst is not IntervalDst.ELAPSED:
+                raise InvalidArgument("schedule.interval_dst", "only for an interval schedule")
+            return
+        assert self.every is not None
+        if self.every < MIN_INTERVAL:
+            raise InvalidArgument("schedule.every", "must be at least 1 second")
+        if self.every > MAX_INTERVAL:
+            raise InvalidArgument("schedule.every", "must be at most 366 days")
+        if self.every % timedelta(milliseconds=1):
+            raise InvalidArgument("schedule.every", "must be a whole number of milliseconds")
+        if self.anchor is not None and self.anchor.tzinfo is None:
+            raise InvalidArgument("schedule.anchor", "must carry a time zone (UTC offset)")
+        if self.interval_dst is IntervalDst.ELAPSED and (
+            self.dst_gap is not DstGap.DEFAULT or self.dst_fold is not DstFold.DEFAULT
+        ):
+            field = "dst_gap" if self.dst_gap is not DstGap.DEFAULT else "dst_fold"
+            raise InvalidArgument(
+                f"schedule.{field}",
+                "only for wall-clock spacing (interval_dst wall): elapsed time has no "
+                "missing or repeated wall times",
+            )
 
 
 @dataclass(frozen=True, slots=True)

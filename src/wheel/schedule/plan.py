@@ -26,6 +26,7 @@ from wheel.model.jobs import Schedule, ScheduleKind
 from wheel.schedule import cron
 from wheel.schedule.dst import DstRule, Occurrence
 from wheel.schedule.expand import HORIZON_YEARS, expand, runs_some_day
+from wheel.schedule.interval import IntervalPlan
 from wheel.schedule.spacing import real_spacing, wall_spacing
 from wheel.schedule.zones import zone
 
@@ -52,6 +53,8 @@ class SchedulePlan:
     one_off: datetime | None
     """The instant of a NOW or AT schedule."""
     offset: timedelta
+    interval: IntervalPlan | None = None
+    """The grid of an INTERVAL schedule (`expr` and `rule` are then None)."""
 
     def fire_at(self, instant: datetime) -> datetime:
         return instant + self.offset
@@ -78,6 +81,9 @@ class SchedulePlan:
             return []
         if self.one_off is not None:
             return [Occurrence(self.one_off, self.one_off)] if low <= self.one_off < high else []
+        if self.interval is not None:
+            found = self.interval.runs(low, high, limit=limit, from_end=from_end)
+            return found if skipped else [o for o in found if not o.skipped]
         assert self.expr is not None
         assert self.rule is not None
         found = expand(self.expr, self.tz, self.rule, low, high, limit=limit, from_end=from_end)
@@ -155,6 +161,8 @@ def compile_schedule(schedule: Schedule, job_id: uuid.UUID, *, now: datetime) ->
     if schedule.kind is ScheduleKind.AT:
         assert schedule.at is not None
         return SchedulePlan(schedule, job_id, tz, None, None, schedule.at.astimezone(UTC), offset)
+    if schedule.kind is ScheduleKind.INTERVAL:
+        return _interval_plan(schedule, job_id, tz, offset, now)
     assert schedule.cron is not None
     expr = cron.parse(schedule.cron, job_id)
     if not runs_some_day(expr, now.astimezone(tz).date()):
@@ -173,3 +181,21 @@ def compile_schedule(schedule: Schedule, job_id: uuid.UUID, *, now: datetime) ->
                 "it would move a run past the next one",
             )
     return SchedulePlan(schedule, job_id, tz, expr, rule, None, offset)
+
+
+def _interval_plan(
+    schedule: Schedule, job_id: uuid.UUID, tz: ZoneInfo, offset: timedelta, now: datetime
+) -> SchedulePlan:
+    """An INTERVAL schedule's plan; a smear must be shorter than the real time between runs."""
+    interval = IntervalPlan.of(schedule, tz)
+    if schedule.smear > timedelta(0):
+        spacing = interval.real_spacing(now, HORIZON_YEARS)
+        if schedule.smear >= spacing:
+            assert schedule.every is not None
+            where = "" if spacing == schedule.every else f" (in real time, across DST in {tz.key})"
+            raise InvalidArgument(
+                "schedule.smear",
+                f"{schedule.smear} is not shorter than the {spacing} between two runs{where}: "
+                "it would move a run past the next one",
+            )
+    return SchedulePlan(schedule, job_id, tz, None, None, None, offset, interval)
