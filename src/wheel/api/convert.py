@@ -43,6 +43,19 @@ _FIELD_NAMES = {
     "policies.backoff_base": "policies.retry.backoff_base",
     "policies.backoff_cap": "policies.retry.backoff_cap",
 }
+# An interval schedule's fields, where the model's names differ from the request's.
+_INTERVAL_FIELD_NAMES = {
+    **_FIELD_NAMES,
+    "schedule.every": "schedule.every.every",
+    "schedule.anchor": "schedule.every.anchor",
+    "schedule.time_zone": "schedule.every.time_zone",
+    "schedule.starts_at": "schedule.every.start",
+    "schedule.ends_at": "schedule.every.end",
+    "schedule.smear": "schedule.every.smear",
+    "schedule.dst_gap": "schedule.every.dst.gap",
+    "schedule.dst_fold": "schedule.every.dst.fold",
+    "schedule.interval_dst": "schedule.every.interval_dst",
+}
 
 _MAX_DURATION = timedelta(days=3660)
 _EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
@@ -64,6 +77,11 @@ _GAP = {
     pb.DstPolicy.GAP_DEFAULT: mj.DstGap.DEFAULT,
     pb.DstPolicy.GAP_SHIFT: mj.DstGap.SHIFT,
     pb.DstPolicy.GAP_SKIP: mj.DstGap.SKIP,
+}
+_INTERVAL_DST = {
+    pb.INTERVAL_DST_DEFAULT: mj.IntervalDst.ELAPSED,
+    pb.INTERVAL_DST_ELAPSED: mj.IntervalDst.ELAPSED,
+    pb.INTERVAL_DST_WALL: mj.IntervalDst.WALL,
 }
 _FOLD = {
     pb.DstPolicy.FOLD_DEFAULT: mj.DstFold.DEFAULT,
@@ -106,6 +124,7 @@ _GAP_TO = _inverse(_GAP)
 _FOLD_TO = _inverse(_FOLD)
 _MISFIRE_TO = _inverse(_MISFIRE)
 _OVERLAP_TO = _inverse(_OVERLAP)
+_INTERVAL_DST_TO = _inverse(_INTERVAL_DST)
 
 
 # -- scalars --------------------------------------------------------------------------------
@@ -180,33 +199,43 @@ def execution_key(text: str, field: str = "id") -> ExecutionKey:
     return key
 
 
-def _model(build: Callable[[], T], prefix: str = "") -> T:
+def _model(build: Callable[[], T], prefix: str = "", names: Mapping[str, str] = _FIELD_NAMES) -> T:
     """Build a model object, renaming the field of any InvalidArgument as the request spells it."""
     # request_fields' rule without a context manager: this runs several times per job.
     try:
         return build()
     except InvalidArgument as exc:
-        raise _as_sent(exc, prefix) from None
+        raise _as_sent(exc, prefix, names) from None
 
 
-def field_as_sent(name: str) -> str:
-    """A model field's name as a request spells it (`schedule.cron`: `schedule.cron.expression`)."""
-    return _FIELD_NAMES.get(name, name)
+def _names(schedule: mj.Schedule | None) -> Mapping[str, str]:
+    if schedule is not None and schedule.kind is mj.ScheduleKind.INTERVAL:
+        return _INTERVAL_FIELD_NAMES
+    return _FIELD_NAMES
+
+
+def field_as_sent(name: str, schedule: mj.Schedule | None = None) -> str:
+    """A model field's name as a request spells it (`schedule.cron`: `schedule.cron.expression`;
+    for an interval `schedule`, `schedule.smear`: `schedule.every.smear`)."""
+    return _names(schedule).get(name, name)
 
 
 @contextmanager
-def request_fields(prefix: str = "") -> Iterator[None]:
-    """Inside: an InvalidArgument from the model names its field as the request spells it."""
+def request_fields(prefix: str = "", schedule: mj.Schedule | None = None) -> Iterator[None]:
+    """Inside: an InvalidArgument from the model names its field as the request spells it
+    (as `schedule`'s kind spells it, when given)."""
     try:
         yield
     except InvalidArgument as exc:
-        raise _as_sent(exc, prefix) from None
+        raise _as_sent(exc, prefix, _names(schedule)) from None
 
 
-def _as_sent(exc: InvalidArgument, prefix: str) -> InvalidArgument:
+def _as_sent(
+    exc: InvalidArgument, prefix: str, names: Mapping[str, str] = _FIELD_NAMES
+) -> InvalidArgument:
     if prefix and exc.field.startswith(prefix):
         return exc  # named as sent already (a nested conversion did it)
-    name = _FIELD_NAMES.get(exc.field, exc.field)
+    name = names.get(exc.field, exc.field)
     return InvalidArgument(f"{prefix}{name}", exc.reason)
 
 
@@ -216,13 +245,15 @@ def _as_sent(exc: InvalidArgument, prefix: str) -> InvalidArgument:
 def schedule_from(message: pb.Schedule, field: str = "schedule") -> mj.Schedule:
     kind = message.WhichOneof("kind")
     if kind is None:
-        raise InvalidArgument(field, "one of now, at or cron is required")
+        raise InvalidArgument(field, "one of now, at, cron or every is required")
     if kind == "now":
         return mj.Schedule(mj.ScheduleKind.NOW)
     prefix = field.removesuffix("schedule")
     if kind == "at":
         at = instant(message.at, f"{field}.at")
         return _model(lambda: mj.Schedule(mj.ScheduleKind.AT, at=at), prefix)
+    if kind == "every":
+        return _interval_from(message.every, field, prefix)
     cron = message.cron
     path = f"{field}.cron"
     starts = instant(cron.start, f"{path}.start") if cron.HasField("start") else None
@@ -244,6 +275,38 @@ def schedule_from(message: pb.Schedule, field: str = "schedule") -> mj.Schedule:
             dst_fold=fold,
         ),
         prefix,
+    )
+
+
+def _interval_from(every: pb.IntervalSchedule, field: str, prefix: str) -> mj.Schedule:
+    path = f"{field}.every"
+    if not every.HasField("every"):
+        raise InvalidArgument(f"{path}.every", "is required for an interval schedule")
+    if every.every.seconds < 0 or every.every.nanos < 0:
+        raise InvalidArgument(f"{path}.every", "must be at least 1 second")
+    spacing = duration(every.every, f"{path}.every")
+    anchor = instant(every.anchor, f"{path}.anchor") if every.HasField("anchor") else None
+    starts = instant(every.start, f"{path}.start") if every.HasField("start") else None
+    ends = instant(every.end, f"{path}.end") if every.HasField("end") else None
+    smear = duration(every.smear, f"{path}.smear")
+    gap = _pick(_GAP, every.dst.gap, f"{path}.dst.gap")
+    fold = _pick(_FOLD, every.dst.fold, f"{path}.dst.fold")
+    counted = _pick(_INTERVAL_DST, every.interval_dst, f"{path}.interval_dst")
+    return _model(
+        lambda: mj.Schedule(
+            mj.ScheduleKind.INTERVAL,
+            time_zone=every.time_zone or "UTC",
+            starts_at=starts,
+            ends_at=ends,
+            smear=smear,
+            dst_gap=gap,
+            dst_fold=fold,
+            every=spacing,
+            anchor=anchor,
+            interval_dst=counted,
+        ),
+        prefix,
+        _INTERVAL_FIELD_NAMES,
     )
 
 
@@ -340,6 +403,8 @@ def schedule_to(schedule: mj.Schedule) -> pb.Schedule:
     if schedule.kind is mj.ScheduleKind.AT:
         assert schedule.at is not None
         return pb.Schedule(at=shared_timestamp(schedule.at))
+    if schedule.kind is mj.ScheduleKind.INTERVAL:
+        return pb.Schedule(every=_interval_to(schedule))
     cron = pb.CronSchedule(
         expression=schedule.cron or "",
         time_zone=schedule.time_zone,
@@ -351,6 +416,21 @@ def schedule_to(schedule: mj.Schedule) -> pb.Schedule:
     if schedule.ends_at is not None:
         cron.end.CopyFrom(to_timestamp(schedule.ends_at))
     return pb.Schedule(cron=cron)
+
+
+def _interval_to(schedule: mj.Schedule) -> pb.IntervalSchedule:
+    assert schedule.every is not None
+    message = pb.IntervalSchedule(
+        every=to_duration(schedule.every),
+        time_zone=schedule.time_zone,
+        smear=to_duration(schedule.smear),
+        dst=pb.DstPolicy(gap=_GAP_TO[schedule.dst_gap], fold=_FOLD_TO[schedule.dst_fold]),
+        interval_dst=_INTERVAL_DST_TO[schedule.interval_dst],
+    )
+    _set_time(message, "anchor", schedule.anchor)
+    _set_time(message, "start", schedule.starts_at)
+    _set_time(message, "end", schedule.ends_at)
+    return message
 
 
 def policies_to(policies: mj.Policies) -> pb.JobPolicies:

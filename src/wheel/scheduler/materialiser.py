@@ -1,7 +1,7 @@
 """The materialiser: recurring jobs become dated occurrence rows up to a horizon.
 
-Run by the owner of a partition, every few seconds. For each active cron job
-whose cursor (`materialised_to`) stops short of now + horizon, it expands the
+Run by the owner of a partition, every few seconds. For each active recurring job
+(cron or interval) whose cursor (`materialised_to`) stops short of now + horizon, it expands the
 schedule from the cursor to the horizon and inserts the runs in batches; the
 unique (job, instant) key makes a second or concurrent run write nothing
 new. Never "create the next run when this one finishes": a missed cycle is
@@ -72,7 +72,7 @@ class Materialiser:
         self._plans: dict[tuple[JobId, int], SchedulePlan] = {}
 
     async def run(self, partitions: Collection[PartitionId]) -> MaterialiseReport:
-        """Bring every active cron job of `partitions` up to now + horizon."""
+        """Bring every active recurring job of `partitions` up to now + horizon."""
         now = self._clock()
         target = now + self._horizon
         report = MaterialiseReport()

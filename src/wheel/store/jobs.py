@@ -30,6 +30,7 @@ from wheel.model.ids import JobId, PartitionId, TenantId
 from wheel.model.jobs import (
     DstFold,
     DstGap,
+    IntervalDst,
     Job,
     JobSpec,
     JobStatus,
@@ -76,6 +77,9 @@ def spec_params(spec: JobSpec) -> dict[str, Any]:
         **_policy_params(spec.policies),
         "http_url": spec.http.url if spec.http else "",
         "http_retry_client_errors": spec.http.retry_client_errors if spec.http else False,
+        "every_ms": _ms(schedule.every) if schedule.every is not None else None,
+        "anchor": schedule.anchor,
+        "interval_dst": schedule.interval_dst.value,
     }
 
 
@@ -116,6 +120,9 @@ def job_from_row(row: dict[str, Any]) -> Job:
             smear=row["smear_ms"] * ms,
             dst_gap=DstGap(row["dst_gap"]),
             dst_fold=DstFold(row["dst_fold"]),
+            every=None if row["every_ms"] is None else row["every_ms"] * ms,
+            anchor=row["anchor"],
+            interval_dst=IntervalDst(row["interval_dst"]),
         ),
         policies=Policies(
             max_attempts=row["max_attempts"],
@@ -183,7 +190,8 @@ _JOB_COLUMNS = (
     "time_zone", "starts_at", "ends_at", "smear_ms", "dst_gap", "dst_fold", "max_attempts",
     "backoff_base_ms", "backoff_cap_ms", "idempotent", "misfire", "misfire_grace_ms",
     "misfire_replay_cap", "overlap", "timeout_ms", "priority", "pool",
-    "notify_url", "http_url", "http_retry_client_errors",
+    "notify_url", "http_url", "http_retry_client_errors", "every_ms", "anchor",
+    "interval_dst",
 )  # fmt: skip
 """The columns of insert_jobs, each sent as one array."""
 

@@ -44,7 +44,7 @@ class Materialising:
         after: JobId | None = None,
         limit: int = 500,
     ) -> list[Job]:
-        """Active cron jobs needing occurrences up to `target` (or made from an old version)."""
+        """Active recurring jobs needing runs up to `target` (or made from an old version)."""
         async with translated(), self._pool.connection() as conn:
             cursor = conn.cursor(row_factory=dict_row)
             await cursor.execute(
@@ -105,7 +105,7 @@ class Materialising:
                 )
 
     async def oldest_cursor(self, partitions: Collection[PartitionId]) -> datetime | None:
-        """The least materialised active cron job's cursor (its creation if it has none)."""
+        """The least materialised active recurring job's cursor (its creation if it has none)."""
         async with translated(), self._pool.connection() as conn:
             cursor = await conn.execute(sql("oldest_cursor"), {"partitions": list(partitions)})
             row = await cursor.fetchone()

@@ -66,7 +66,7 @@ CREATE TABLE jobs (
     name                text NOT NULL,
     task_type           text NOT NULL,
     payload             bytea NOT NULL DEFAULT '',
-    schedule_kind       text NOT NULL CHECK (schedule_kind IN ('now', 'at', 'cron')),
+    schedule_kind       text NOT NULL CHECK (schedule_kind IN ('now', 'at', 'cron', 'interval')),
     run_at              timestamptz,
     cron                text,
     time_zone           text NOT NULL DEFAULT 'UTC',
@@ -107,15 +107,23 @@ CREATE TABLE jobs (
     pause_note          text NOT NULL DEFAULT '',
     paused_by           text NOT NULL DEFAULT '',
     paused_at           timestamptz,
+    -- An interval schedule (wheel.schedule.interval): a run every every_ms, on the grid
+    -- anchor + k * every (NULL: the Unix epoch), counted in real time ('elapsed') or on
+    -- the wall clock of time_zone ('wall').
+    every_ms            bigint CHECK (every_ms BETWEEN 1000 AND 31622400000),
+    anchor              timestamptz,
+    interval_dst        text NOT NULL DEFAULT 'elapsed' CHECK (interval_dst IN ('elapsed', 'wall')),
     CHECK ((schedule_kind = 'at') = (run_at IS NOT NULL)),
-    CHECK ((schedule_kind = 'cron') = (cron IS NOT NULL))
+    CHECK ((schedule_kind = 'cron') = (cron IS NOT NULL)),
+    CONSTRAINT jobs_interval_every CHECK ((schedule_kind = 'interval') = (every_ms IS NOT NULL))
 );
 CREATE INDEX jobs_tenant_newest ON jobs (tenant_id, created_at DESC, id DESC);
 -- A name is unique among a tenant's jobs that are not deleted: jobs are addressed by it.
 CREATE UNIQUE INDEX jobs_tenant_name ON jobs (tenant_id, name) WHERE status <> 'deleted';
--- The materialiser's path: active cron jobs of a partition, least materialised first.
+-- The materialiser's path: active recurring (cron and interval) jobs of a partition,
+-- least materialised first.
 CREATE INDEX jobs_to_materialise ON jobs (partition, materialised_to NULLS FIRST)
-    WHERE status = 'active' AND schedule_kind = 'cron';
+    WHERE status = 'active' AND schedule_kind IN ('cron', 'interval');
 
 -- One day per statement. A statement that locks or updates executions by key
 -- names the batch's first and last instant (`scheduled_for BETWEEN p_first AND
@@ -400,7 +408,7 @@ $$;
 
 -- How a pending run waits for its job's other runs, as the loader routes it: a
 -- manual or backfilled run, or a retry, is never skipped by the overlap policy
--- ('wait'); a one-off's scheduled run has no other run to overlap ('allow': it
+-- ('wait'); a one-off's (now, at) scheduled run has no other run to overlap ('allow': it
 -- may be claimed ahead); otherwise the job's policy. (Inlined by the planner.)
 CREATE FUNCTION wheel_run_overlap(
     p_trigger text, p_attempt integer, p_overlap text, p_schedule_kind text
@@ -408,7 +416,7 @@ CREATE FUNCTION wheel_run_overlap(
 AS $$
     SELECT CASE WHEN (p_trigger <> 'schedule' OR p_attempt > 0) AND p_overlap <> 'allow'
                 THEN 'wait'
-                WHEN p_schedule_kind <> 'cron' THEN 'allow'
+                WHEN p_schedule_kind IN ('now', 'at') THEN 'allow'
                 ELSE p_overlap END
 $$;
 
@@ -519,7 +527,7 @@ $$;
 -- partition, holding only runs in flight); a missed one, a look at the job's
 -- later runs. Neither compares scheduled_for itself, so neither prunes at run time.
 -- Keys not returned at all are not pending, held by another claim, of a
--- paused or deleted job, of a cron job edited since they were made (the
+-- paused or deleted job, of a recurring job edited since they were made (the
 -- materialiser carries or supersedes them), or in a partition not ours.
 CREATE FUNCTION wheel_claim(
     p_partitions integer[], p_epochs bigint[], p_job_ids uuid[], p_scheduled_fors timestamptz[],
@@ -583,10 +591,10 @@ AS $$
             FROM jobs j WHERE j.id = e.job_id LIMIT 1
         ) j
         WHERE j.status = 'active'
-          -- A scheduled run of an edited cron job waits for the materialiser to
+          -- A scheduled run of an edited recurring job waits for the materialiser to
           -- carry or supersede it; a retry or a manual run goes ahead (under the
           -- job's current definition, like every claim).
-          AND (j.schedule_kind <> 'cron' OR e.job_version = j.version OR e.attempt > 0
+          AND (j.schedule_kind IN ('now', 'at') OR e.job_version = j.version OR e.attempt > 0
                OR e.trigger <> 'schedule')
     ), looked AS (
         -- A missed run: how many of its job's later scheduled runs have come due (by

@@ -32,6 +32,20 @@ def schedules(draw: st.DrawFn) -> mj.Schedule:
         return mj.Schedule(kind, at=draw(instants))
     start = draw(st.none() | instants)
     end = draw(st.none() | instants.filter(lambda e: start is None or e > start))
+    if kind is mj.ScheduleKind.INTERVAL:
+        wall = draw(st.booleans())
+        return mj.Schedule(
+            kind,
+            every=draw(durations.filter(lambda d: d >= mj.MIN_INTERVAL)),
+            anchor=draw(st.none() | instants),
+            interval_dst=mj.IntervalDst.WALL if wall else mj.IntervalDst.ELAPSED,
+            time_zone=draw(st.sampled_from(["UTC", "Europe/London", "Australia/Lord_Howe"])),
+            starts_at=start,
+            ends_at=end,
+            smear=draw(durations),
+            dst_gap=draw(st.sampled_from(mj.DstGap)) if wall else mj.DstGap.DEFAULT,
+            dst_fold=draw(st.sampled_from(mj.DstFold)) if wall else mj.DstFold.DEFAULT,
+        )
     return mj.Schedule(
         kind,
         cron=draw(st.sampled_from(["* * * * *", "30 1 * * *", "H H * * 1-5", "@hourly"])),

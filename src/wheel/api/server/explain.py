@@ -40,11 +40,12 @@ from wheel.model.executions import (
     ordinal,
 )
 from wheel.model.ids import ExecutionKey, TenantId
-from wheel.model.jobs import Job, JobStatus
+from wheel.model.jobs import Job, JobStatus, Schedule, ScheduleKind
 from wheel.model.notifications import Delivery, DeliveryState, redacted
 from wheel.model.pauses import Pause
 from wheel.model.summaries import settled
 from wheel.schedule import compile_schedule
+from wheel.schedule.interval import describe_interval
 from wheel.store import Store
 from wheel.timestamps import to_timestamp
 
@@ -290,10 +291,7 @@ class Explainer:
         if not found:
             following = plan.next_runs(instant, 1)
             hint = f"; the next is at {when(following[0].instant)}" if following else ""
-            return (
-                V.NOT_AN_OCCURRENCE,
-                f"{schedule.cron!r} in {schedule.time_zone} has no run then{hint}",
-            )
+            return V.NOT_AN_OCCURRENCE, f"{_named(schedule)} has no run then{hint}"
         if found[0].skipped:
             return V.NOT_AN_OCCURRENCE, f"no run: {found[0].note or 'the DST rule skips it'}"
         if job.status is JobStatus.DELETED:
@@ -351,3 +349,12 @@ def _step(result: api.Explanation, at: datetime | None, what: str, detail: str) 
     step = result.steps.add(what=what, detail=detail)
     if at is not None:
         step.at.CopyFrom(to_timestamp(at))
+
+
+def _named(schedule: Schedule) -> str:
+    """A recurring schedule as explain names it: "'0 9 * * *' in Europe/London",
+    "every 90 minutes of real time (UTC)"."""
+    if schedule.kind is ScheduleKind.INTERVAL:
+        words = describe_interval(schedule)
+        return f"{words[:1].lower()}{words[1:]} ({schedule.time_zone})"
+    return f"{schedule.cron!r} in {schedule.time_zone}"

@@ -38,7 +38,7 @@ from wheel.errors import (
 )
 from wheel.model.executions import DueOccurrence, NewOccurrence, Trigger
 from wheel.model.ids import ExecutionKey, JobId, TenantId
-from wheel.model.jobs import Job, JobStatus, OverlapPolicy, Policies, ScheduleKind
+from wheel.model.jobs import Job, JobStatus, OverlapPolicy, Policies
 from wheel.model.pauses import check_note
 from wheel.notify.egress import DEFAULT_EGRESS, EgressPolicy
 from wheel.schedule import SchedulePlan, compile_schedule, preview, preview_around
@@ -128,7 +128,7 @@ class JobsApi:
         )  # fmt: skip
         now = self._clock()
         try:
-            with convert.request_fields():
+            with convert.request_fields(schedule=spec.schedule):
                 registered = await register_job(
                     self._store,
                     tenant,
@@ -217,7 +217,8 @@ class JobsApi:
             named = exc.in_batch()
             if named is None:
                 raise
-            field = f"jobs[{named[0]}].{convert.field_as_sent(named[1])}"
+            schedule = specs[named[0]].schedule if 0 <= named[0] < len(specs) else None
+            field = f"jobs[{named[0]}].{convert.field_as_sent(named[1], schedule)}"
             raise InvalidArgument(field, exc.reason) from None
         self._hand_off([r for r in registered.registered if r.job.id not in registered.existed])
         jobs = await self._jobs_to([r.job for r in registered.registered])
@@ -357,15 +358,14 @@ class JobsApi:
         check_targets(self._egress, [("job.", spec)])
         await check_http_hosts(self._store, tenant, [("job.", spec)])
         if spec.schedule != current.spec.schedule and (
-            current.spec.schedule.kind is not ScheduleKind.CRON
-            or spec.schedule.kind is not ScheduleKind.CRON
+            not current.spec.schedule.recurring or not spec.schedule.recurring
         ):
             raise InvalidArgument(
                 "job.schedule",
-                "only a cron schedule can be changed (to another cron schedule); "
-                "for a one-off, delete the job and create another",
+                "only a recurring (cron or interval) schedule can be changed (to another "
+                "recurring one); for a one-off, delete the job and create another",
             )
-        with convert.request_fields("job."):
+        with convert.request_fields("job.", spec.schedule):
             compile_schedule(spec.schedule, job_id, now=self._clock())
         return convert.job_to(await self._store.jobs.update(tenant, job_id, given.version, spec))
 
@@ -403,7 +403,7 @@ class JobsApi:
         elif request.before:
             raise InvalidArgument("before", "counts the runs before `around`, which is not set")
         after = convert.instant(request.after, "after") if request.HasField("after") else now
-        with convert.request_fields():
+        with convert.request_fields(schedule=schedule):
             plan = compile_schedule(schedule, job_id, now=now)
         if request.HasField("around"):
             both = preview_around(plan, around, before, count)
@@ -465,7 +465,7 @@ class JobsApi:
             days = self._retention.days
             raise InvalidArgument("start", f"older than the cluster's {days}-day retention")
         job = await self._store.jobs.get(tenant, job_id)
-        if job.spec.schedule.kind is not ScheduleKind.CRON:
+        if not job.spec.schedule.recurring:
             raise InvalidTransition("job", job_id, "a one-off job", "backfill")
         if job.status is not JobStatus.ACTIVE:
             raise InvalidTransition("job", job_id, job.status.value, "backfill")

@@ -43,7 +43,7 @@ from wheel.model.executions import (
 )
 from wheel.model.http_tasks import HTTP_POOL, is_http_task_type
 from wheel.model.ids import ExecutionKey, JobId, TenantId
-from wheel.model.jobs import Job, JobStatus, OverlapPolicy, ScheduleKind
+from wheel.model.jobs import Job, JobStatus, OverlapPolicy
 from wheel.model.pauses import Pause
 from wheel.model.tenants import Tenant
 from wheel.store import Store
@@ -124,7 +124,7 @@ def not_due(job: Job, execution: Execution, now: datetime) -> Why | None:
             )
         return Why(Waiting.WAITING, f"fires at {when(execution.fire_at)}")
     if (
-        job.spec.schedule.kind is ScheduleKind.CRON
+        job.spec.schedule.recurring
         and execution.trigger is Trigger.SCHEDULE
         and execution.attempt == 0
         and execution.job_version != job.version

@@ -1,4 +1,5 @@
--- The least materialised active cron job of the given partitions (NULL: none).
+-- The least materialised active recurring job of the given partitions (NULL: none).
 SELECT min(coalesce(materialised_to, created_at))
 FROM jobs
-WHERE partition = ANY(%(partitions)s::integer[]) AND status = 'active' AND schedule_kind = 'cron'
+WHERE partition = ANY(%(partitions)s::integer[]) AND status = 'active' 
+  AND schedule_kind IN ('cron', 'interval')

@@ -27,51 +27,55 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15wheel/v1/common.proto\x12\x08wheel.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x85\x01\n\x08Schedule\x12\x1f\n\x03now\x18\x01 \x01(\x0b\x32\x10.wheel.v1.RunNowH\x00\x12(\n\x02\x61t\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00\x12&\n\x04\x63ron\x18\x03 \x01(\x0b\x32\x16.wheel.v1.CronScheduleH\x00\x42\x06\n\x04kind\"\x08\n\x06RunNow\"\xd5\x01\n\x0c\x43ronSchedule\x12\x12\n\nexpression\x18\x01 \x01(\t\x12\x11\n\ttime_zone\x18\x02 \x01(\t\x12)\n\x05start\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12(\n\x05smear\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12 \n\x03\x64st\x18\x06 \x01(\x0b\x32\x13.wheel.v1.DstPolicy\"\xd6\x01\n\tDstPolicy\x12$\n\x03gap\x18\x01 \x01(\x0e\x32\x17.wheel.v1.DstPolicy.Gap\x12&\n\x04\x66old\x18\x02 \x01(\x0e\x32\x18.wheel.v1.DstPolicy.Fold\"3\n\x03Gap\x12\x0f\n\x0bGAP_DEFAULT\x10\x00\x12\r\n\tGAP_SHIFT\x10\x01\x12\x0c\n\x08GAP_SKIP\x10\x02\"F\n\x04\x46old\x12\x10\n\x0c\x46OLD_DEFAULT\x10\x00\x12\x0e\n\nFOLD_FIRST\x10\x01\x12\r\n\tFOLD_LAST\x10\x02\x12\r\n\tFOLD_BOTH\x10\x03\"\x84\x01\n\x0bRetryPolicy\x12\x14\n\x0cmax_attempts\x18\x01 \x01(\r\x12/\n\x0c\x62\x61\x63koff_base\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12.\n\x0b\x62\x61\x63koff_cap\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\"\xdd\x02\n\x0bJobPolicies\x12$\n\x05retry\x18\x01 \x01(\x0b\x32\x15.wheel.v1.RetryPolicy\x12\x17\n\nidempotent\x18\x02 \x01(\x08H\x00\x88\x01\x01\x12(\n\x07misfire\x18\x03 \x01(\x0e\x32\x17.wheel.v1.MisfirePolicy\x12\x30\n\rmisfire_grace\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1a\n\x12misfire_replay_cap\x18\x05 \x01(\r\x12(\n\x07overlap\x18\x06 \x01(\x0e\x32\x17.wheel.v1.OverlapPolicy\x12*\n\x07timeout\x18\x07 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x10\n\x08priority\x18\x08 \x01(\x05\x12\x0c\n\x04pool\x18\t \x01(\t\x12\x12\n\nnotify_url\x18\n \x01(\tB\r\n\x0b_idempotent\"\xb3\x04\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\ttask_type\x18\x03 \x01(\t\x12\x0f\n\x07payload\x18\x04 \x01(\x0c\x12$\n\x08schedule\x18\x05 \x01(\x0b\x32\x12.wheel.v1.Schedule\x12\'\n\x08policies\x18\x06 \x01(\x0b\x32\x15.wheel.v1.JobPolicies\x12#\n\x06status\x18\x07 \x01(\x0e\x32\x13.wheel.v1.JobStatus\x12\x0f\n\x07version\x18\x08 \x01(\x04\x12.\n\ncreated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08warnings\x18\x0b \x03(\t\x12#\n\x08last_run\x18\x0c \x01(\x0b\x32\x11.wheel.v1.LastRun\x12/\n\x0bnext_run_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12 \n\x04http\x18\x0e \x01(\x0b\x32\x12.wheel.v1.HttpTask\x12)\n\tattention\x18\x1e \x01(\x0b\x32\x16.wheel.v1.JobAttention\x12\x12\n\npause_note\x18( \x01(\t\x12\x11\n\tpaused_by\x18) \x01(\t\x12-\n\tpaused_at\x18* \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"S\n\x0cJobAttention\x12\x10\n\x08unserved\x18\x1e \x01(\r\x12\x0f\n\x07overdue\x18\x1f \x01(\r\x12\x0f\n\x07\x66\x61iling\x18  \x01(\r\x12\x0f\n\x07summary\x18! \x01(\t\"4\n\x08HttpTask\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\x1b\n\x13retry_client_errors\x18\x02 \x01(\x08\"\xae\x01\n\x07LastRun\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12)\n\x06status\x18\x02 \x01(\x0e\x32\x19.wheel.v1.ExecutionStatus\x12\x31\n\rscheduled_for\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xbe\x01\n\x07\x41ttempt\x12\x0e\n\x06number\x18\x01 \x01(\r\x12\x13\n\x0b\x65xecutor_id\x18\x02 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x03 \x01(\x04\x12.\n\nstarted_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07outcome\x18\x06 \x01(\t\x12\r\n\x05\x65rror\x18\x07 \x01(\t\"R\n\x05Retry\x12&\n\x02\x61t\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\n\n\x02\x62y\x18\x02 \x01(\t\x12\x15\n\rafter_attempt\x18\x03 \x01(\r\"\x81\x05\n\tExecution\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x13\n\x0bjob_version\x18\x03 \x01(\x04\x12\x31\n\rscheduled_for\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x07\x66ire_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x06status\x18\x06 \x01(\x0e\x32\x19.wheel.v1.ExecutionStatus\x12\x0e\n\x06reason\x18\x07 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x08 \x01(\r\x12\r\n\x05\x66\x65nce\x18\t \x01(\x04\x12#\n\x08\x61ttempts\x18\n \x03(\x0b\x32\x11.wheel.v1.Attempt\x12\x0f\n\x07trigger\x18\x0b \x01(\t\x12\r\n\x05\x65rror\x18\x0c \x01(\t\x12.\n\ncreated_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nstarted_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0b\x65xecutor_id\x18\x10 \x01(\t\x12\x10\n\x08priority\x18\x11 \x01(\x05\x12 \n\x07retries\x18\x32 \x03(\x0b\x32\x0f.wheel.v1.Retry\x12\x0f\n\x07waiting\x18\x1e \x01(\t\x12\x16\n\x0ewaiting_detail\x18\x1f \x01(\t\x12\x17\n\nlateness_s\x18  \x01(\x01H\x00\x88\x01\x01\x12\x18\n\x10not_late_because\x18! \x01(\tB\r\n\x0b_lateness_s\"j\n\x07NextRun\x12+\n\x07instant\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\twall_time\x18\x02 \x01(\t\x12\x11\n\ttime_zone\x18\x03 \x01(\t\x12\x0c\n\x04note\x18\x04 \x01(\t*c\n\rMisfirePolicy\x12\x13\n\x0fMISFIRE_DEFAULT\x10\x00\x12\x10\n\x0cMISFIRE_SKIP\x10\x01\x12\x15\n\x11MISFIRE_FIRE_ONCE\x10\x02\x12\x14\n\x10MISFIRE_FIRE_ALL\x10\x03*\\\n\rOverlapPolicy\x12\x13\n\x0fOVERLAP_DEFAULT\x10\x00\x12\x10\n\x0cOVERLAP_SKIP\x10\x01\x12\x11\n\rOVERLAP_QUEUE\x10\x02\x12\x11\n\rOVERLAP_ALLOW\x10\x03*m\n\tJobStatus\x12\x1a\n\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x15\n\x11JOB_STATUS_ACTIVE\x10\x01\x12\x15\n\x11JOB_STATUS_PAUSED\x10\x02\x12\x16\n\x12JOB_STATUS_DELETED\x10\x03*\xac\x02\n\x0f\x45xecutionStatus\x12 \n\x1c\x45XECUTION_STATUS_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x45XECUTION_STATUS_PENDING\x10\x01\x12\x1f\n\x1b\x45XECUTION_STATUS_DISPATCHED\x10\x02\x12\x1c\n\x18\x45XECUTION_STATUS_RUNNING\x10\x03\x12\x1e\n\x1a\x45XECUTION_STATUS_SUCCEEDED\x10\x04\x12\x19\n\x15\x45XECUTION_STATUS_DEAD\x10\x05\x12\x1c\n\x18\x45XECUTION_STATUS_SKIPPED\x10\x06\x12!\n\x1d\x45XECUTION_STATUS_NEEDS_REVIEW\x10\x07\x12\x1e\n\x1a\x45XECUTION_STATUS_CANCELLED\x10\x08\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x15wheel/v1/common.proto\x12\x08wheel.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb2\x01\n\x08Schedule\x12\x1f\n\x03now\x18\x01 \x01(\x0b\x32\x10.wheel.v1.RunNowH\x00\x12(\n\x02\x61t\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampH\x00\x12&\n\x04\x63ron\x18\x03 \x01(\x0b\x32\x16.wheel.v1.CronScheduleH\x00\x12+\n\x05\x65very\x18\x04 \x01(\x0b\x32\x1a.wheel.v1.IntervalScheduleH\x00\x42\x06\n\x04kind\"\x08\n\x06RunNow\"\xd5\x01\n\x0c\x43ronSchedule\x12\x12\n\nexpression\x18\x01 \x01(\t\x12\x11\n\ttime_zone\x18\x02 \x01(\t\x12)\n\x05start\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12(\n\x05smear\x18\x05 \x01(\x0b\x32\x19.google.protobuf.Duration\x12 \n\x03\x64st\x18\x06 \x01(\x0b\x32\x13.wheel.v1.DstPolicy\"\xd6\x01\n\tDstPolicy\x12$\n\x03gap\x18\x01 \x01(\x0e\x32\x17.wheel.v1.DstPolicy.Gap\x12&\n\x04\x66old\x18\x02 \x01(\x0e\x32\x18.wheel.v1.DstPolicy.Fold\"3\n\x03Gap\x12\x0f\n\x0bGAP_DEFAULT\x10\x00\x12\r\n\tGAP_SHIFT\x10\x01\x12\x0c\n\x08GAP_SKIP\x10\x02\"F\n\x04\x46old\x12\x10\n\x0c\x46OLD_DEFAULT\x10\x00\x12\x0e\n\nFOLD_FIRST\x10\x01\x12\r\n\tFOLD_LAST\x10\x02\x12\r\n\tFOLD_BOTH\x10\x03\"\xc8\x02\n\x10IntervalSchedule\x12(\n\x05\x65very\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12*\n\x06\x61nchor\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\ttime_zone\x18\x03 \x01(\t\x12)\n\x05start\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x03\x65nd\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12(\n\x05smear\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12 \n\x03\x64st\x18\x07 \x01(\x0b\x32\x13.wheel.v1.DstPolicy\x12+\n\x0cinterval_dst\x18\x08 \x01(\x0e\x32\x15.wheel.v1.IntervalDst\"\x84\x01\n\x0bRetryPolicy\x12\x14\n\x0cmax_attempts\x18\x01 \x01(\r\x12/\n\x0c\x62\x61\x63koff_base\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\x12.\n\x0b\x62\x61\x63koff_cap\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\"\xdd\x02\n\x0bJobPolicies\x12$\n\x05retry\x18\x01 \x01(\x0b\x32\x15.wheel.v1.RetryPolicy\x12\x17\n\nidempotent\x18\x02 \x01(\x08H\x00\x88\x01\x01\x12(\n\x07misfire\x18\x03 \x01(\x0e\x32\x17.wheel.v1.MisfirePolicy\x12\x30\n\rmisfire_grace\x18\x04 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x1a\n\x12misfire_replay_cap\x18\x05 \x01(\r\x12(\n\x07overlap\x18\x06 \x01(\x0e\x32\x17.wheel.v1.OverlapPolicy\x12*\n\x07timeout\x18\x07 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x10\n\x08priority\x18\x08 \x01(\x05\x12\x0c\n\x04pool\x18\t \x01(\t\x12\x12\n\nnotify_url\x18\n \x01(\tB\r\n\x0b_idempotent\"\xb3\x04\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x11\n\ttask_type\x18\x03 \x01(\t\x12\x0f\n\x07payload\x18\x04 \x01(\x0c\x12$\n\x08schedule\x18\x05 \x01(\x0b\x32\x12.wheel.v1.Schedule\x12\'\n\x08policies\x18\x06 \x01(\x0b\x32\x15.wheel.v1.JobPolicies\x12#\n\x06status\x18\x07 \x01(\x0e\x32\x13.wheel.v1.JobStatus\x12\x0f\n\x07version\x18\x08 \x01(\x04\x12.\n\ncreated_at\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08warnings\x18\x0b \x03(\t\x12#\n\x08last_run\x18\x0c \x01(\x0b\x32\x11.wheel.v1.LastRun\x12/\n\x0bnext_run_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12 \n\x04http\x18\x0e \x01(\x0b\x32\x12.wheel.v1.HttpTask\x12)\n\tattention\x18\x1e \x01(\x0b\x32\x16.wheel.v1.JobAttention\x12\x12\n\npause_note\x18( \x01(\t\x12\x11\n\tpaused_by\x18) \x01(\t\x12-\n\tpaused_at\x18* \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"S\n\x0cJobAttention\x12\x10\n\x08unserved\x18\x1e \x01(\r\x12\x0f\n\x07overdue\x18\x1f \x01(\r\x12\x0f\n\x07\x66\x61iling\x18  \x01(\r\x12\x0f\n\x07summary\x18! \x01(\t\"4\n\x08HttpTask\x12\x0b\n\x03url\x18\x01 \x01(\t\x12\x1b\n\x13retry_client_errors\x18\x02 \x01(\x08\"\xae\x01\n\x07LastRun\x12\x14\n\x0c\x65xecution_id\x18\x01 \x01(\t\x12)\n\x06status\x18\x02 \x01(\x0e\x32\x19.wheel.v1.ExecutionStatus\x12\x31\n\rscheduled_for\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"\xbe\x01\n\x07\x41ttempt\x12\x0e\n\x06number\x18\x01 \x01(\r\x12\x13\n\x0b\x65xecutor_id\x18\x02 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x03 \x01(\x04\x12.\n\nstarted_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07outcome\x18\x06 \x01(\t\x12\r\n\x05\x65rror\x18\x07 \x01(\t\"R\n\x05Retry\x12&\n\x02\x61t\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\n\n\x02\x62y\x18\x02 \x01(\t\x12\x15\n\rafter_attempt\x18\x03 \x01(\r\"\x81\x05\n\tExecution\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06job_id\x18\x02 \x01(\t\x12\x13\n\x0bjob_version\x18\x03 \x01(\x04\x12\x31\n\rscheduled_for\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12+\n\x07\x66ire_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x06status\x18\x06 \x01(\x0e\x32\x19.wheel.v1.ExecutionStatus\x12\x0e\n\x06reason\x18\x07 \x01(\t\x12\x0f\n\x07\x61ttempt\x18\x08 \x01(\r\x12\r\n\x05\x66\x65nce\x18\t \x01(\x04\x12#\n\x08\x61ttempts\x18\n \x03(\x0b\x32\x11.wheel.v1.Attempt\x12\x0f\n\x07trigger\x18\x0b \x01(\t\x12\r\n\x05\x65rror\x18\x0c \x01(\t\x12.\n\ncreated_at\x18\r \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nstarted_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x0f \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x13\n\x0b\x65xecutor_id\x18\x10 \x01(\t\x12\x10\n\x08priority\x18\x11 \x01(\x05\x12 \n\x07retries\x18\x32 \x03(\x0b\x32\x0f.wheel.v1.Retry\x12\x0f\n\x07waiting\x18\x1e \x01(\t\x12\x16\n\x0ewaiting_detail\x18\x1f \x01(\t\x12\x17\n\nlateness_s\x18  \x01(\x01H\x00\x88\x01\x01\x12\x18\n\x10not_late_because\x18! \x01(\tB\r\n\x0b_lateness_s\"j\n\x07NextRun\x12+\n\x07instant\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x11\n\twall_time\x18\x02 \x01(\t\x12\x11\n\ttime_zone\x18\x03 \x01(\t\x12\x0c\n\x04note\x18\x04 \x01(\t*X\n\x0bIntervalDst\x12\x18\n\x14INTERVAL_DST_DEFAULT\x10\x00\x12\x18\n\x14INTERVAL_DST_ELAPSED\x10\x01\x12\x15\n\x11INTERVAL_DST_WALL\x10\x02*c\n\rMisfirePolicy\x12\x13\n\x0fMISFIRE_DEFAULT\x10\x00\x12\x10\n\x0cMISFIRE_SKIP\x10\x01\x12\x15\n\x11MISFIRE_FIRE_ONCE\x10\x02\x12\x14\n\x10MISFIRE_FIRE_ALL\x10\x03*\\\n\rOverlapPolicy\x12\x13\n\x0fOVERLAP_DEFAULT\x10\x00\x12\x10\n\x0cOVERLAP_SKIP\x10\x01\x12\x11\n\rOVERLAP_QUEUE\x10\x02\x12\x11\n\rOVERLAP_ALLOW\x10\x03*m\n\tJobStatus\x12\x1a\n\x16JOB_STATUS_UNSPECIFIED\x10\x00\x12\x15\n\x11JOB_STATUS_ACTIVE\x10\x01\x12\x15\n\x11JOB_STATUS_PAUSED\x10\x02\x12\x16\n\x12JOB_STATUS_DELETED\x10\x03*\xac\x02\n\x0f\x45xecutionStatus\x12 \n\x1c\x45XECUTION_STATUS_UNSPECIFIED\x10\x00\x12\x1c\n\x18\x45XECUTION_STATUS_PENDING\x10\x01\x12\x1f\n\x1b\x45XECUTION_STATUS_DISPATCHED\x10\x02\x12\x1c\n\x18\x45XECUTION_STATUS_RUNNING\x10\x03\x12\x1e\n\x1a\x45XECUTION_STATUS_SUCCEEDED\x10\x04\x12\x19\n\x15\x45XECUTION_STATUS_DEAD\x10\x05\x12\x1c\n\x18\x45XECUTION_STATUS_SKIPPED\x10\x06\x12!\n\x1d\x45XECUTION_STATUS_NEEDS_REVIEW\x10\x07\x12\x1e\n\x1a\x45XECUTION_STATUS_CANCELLED\x10\x08\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'wheel.v1.common_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_MISFIREPOLICY']._serialized_start=3077
-  _globals['_MISFIREPOLICY']._serialized_end=3176
-  _globals['_OVERLAPPOLICY']._serialized_start=3178
-  _globals['_OVERLAPPOLICY']._serialized_end=3270
-  _globals['_JOBSTATUS']._serialized_start=3272
-  _globals['_JOBSTATUS']._serialized_end=3381
-  _globals['_EXECUTIONSTATUS']._serialized_start=3384
-  _globals['_EXECUTIONSTATUS']._serialized_end=3684
+  _globals['_INTERVALDST']._serialized_start=3453
+  _globals['_INTERVALDST']._serialized_end=3541
+  _globals['_MISFIREPOLICY']._serialized_start=3543
+  _globals['_MISFIREPOLICY']._serialized_end=3642
+  _globals['_OVERLAPPOLICY']._serialized_start=3644
+  _globals['_OVERLAPPOLICY']._serialized_end=3736
+  _globals['_JOBSTATUS']._serialized_start=3738
+  _globals['_JOBSTATUS']._serialized_end=3847
+  _globals['_EXECUTIONSTATUS']._serialized_start=3850
+  _globals['_EXECUTIONSTATUS']._serialized_end=4150
   _globals['_SCHEDULE']._serialized_start=101
-  _globals['_SCHEDULE']._serialized_end=234
-  _globals['_RUNNOW']._serialized_start=236
-  _globals['_RUNNOW']._serialized_end=244
-  _globals['_CRONSCHEDULE']._serialized_start=247
-  _globals['_CRONSCHEDULE']._serialized_end=460
-  _globals['_DSTPOLICY']._serialized_start=463
-  _globals['_DSTPOLICY']._serialized_end=677
-  _globals['_DSTPOLICY_GAP']._serialized_start=554
-  _globals['_DSTPOLICY_GAP']._serialized_end=605
-  _globals['_DSTPOLICY_FOLD']._serialized_start=607
-  _globals['_DSTPOLICY_FOLD']._serialized_end=677
-  _globals['_RETRYPOLICY']._serialized_start=680
-  _globals['_RETRYPOLICY']._serialized_end=812
-  _globals['_JOBPOLICIES']._serialized_start=815
-  _globals['_JOBPOLICIES']._serialized_end=1164
-  _globals['_JOB']._serialized_start=1167
-  _globals['_JOB']._serialized_end=1730
-  _globals['_JOBATTENTION']._serialized_start=1732
-  _globals['_JOBATTENTION']._serialized_end=1815
-  _globals['_HTTPTASK']._serialized_start=1817
-  _globals['_HTTPTASK']._serialized_end=1869
-  _globals['_LASTRUN']._serialized_start=1872
-  _globals['_LASTRUN']._serialized_end=2046
-  _globals['_ATTEMPT']._serialized_start=2049
-  _globals['_ATTEMPT']._serialized_end=2239
-  _globals['_RETRY']._serialized_start=2241
-  _globals['_RETRY']._serialized_end=2323
-  _globals['_EXECUTION']._serialized_start=2326
-  _globals['_EXECUTION']._serialized_end=2967
-  _globals['_NEXTRUN']._serialized_start=2969
-  _globals['_NEXTRUN']._serialized_end=3075
+  _globals['_SCHEDULE']._serialized_end=279
+  _globals['_RUNNOW']._serialized_start=281
+  _globals['_RUNNOW']._serialized_end=289
+  _globals['_CRONSCHEDULE']._serialized_start=292
+  _globals['_CRONSCHEDULE']._serialized_end=505
+  _globals['_DSTPOLICY']._serialized_start=508
+  _globals['_DSTPOLICY']._serialized_end=722
+  _globals['_DSTPOLICY_GAP']._serialized_start=599
+  _globals['_DSTPOLICY_GAP']._serialized_end=650
+  _globals['_DSTPOLICY_FOLD']._serialized_start=652
+  _globals['_DSTPOLICY_FOLD']._serialized_end=722
+  _globals['_INTERVALSCHEDULE']._serialized_start=725
+  _globals['_INTERVALSCHEDULE']._serialized_end=1053
+  _globals['_RETRYPOLICY']._serialized_start=1056
+  _globals['_RETRYPOLICY']._serialized_end=1188
+  _globals['_JOBPOLICIES']._serialized_start=1191
+  _globals['_JOBPOLICIES']._serialized_end=1540
+  _globals['_JOB']._serialized_start=1543
+  _globals['_JOB']._serialized_end=2106
+  _globals['_JOBATTENTION']._serialized_start=2108
+  _globals['_JOBATTENTION']._serialized_end=2191
+  _globals['_HTTPTASK']._serialized_start=2193
+  _globals['_HTTPTASK']._serialized_end=2245
+  _globals['_LASTRUN']._serialized_start=2248
+  _globals['_LASTRUN']._serialized_end=2422
+  _globals['_ATTEMPT']._serialized_start=2425
+  _globals['_ATTEMPT']._serialized_end=2615
+  _globals['_RETRY']._serialized_start=2617
+  _globals['_RETRY']._serialized_end=2699
+  _globals['_EXECUTION']._serialized_start=2702
+  _globals['_EXECUTION']._serialized_end=3343
+  _globals['_NEXTRUN']._serialized_start=3345
+  _globals['_NEXTRUN']._serialized_end=3451
 # @@protoc_insertion_point(module_scope)

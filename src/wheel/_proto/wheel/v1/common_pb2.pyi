@@ -12,6 +12,12 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class IntervalDst(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    INTERVAL_DST_DEFAULT: _ClassVar[IntervalDst]
+    INTERVAL_DST_ELAPSED: _ClassVar[IntervalDst]
+    INTERVAL_DST_WALL: _ClassVar[IntervalDst]
+
 class MisfirePolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     MISFIRE_DEFAULT: _ClassVar[MisfirePolicy]
@@ -44,6 +50,9 @@ class ExecutionStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EXECUTION_STATUS_SKIPPED: _ClassVar[ExecutionStatus]
     EXECUTION_STATUS_NEEDS_REVIEW: _ClassVar[ExecutionStatus]
     EXECUTION_STATUS_CANCELLED: _ClassVar[ExecutionStatus]
+INTERVAL_DST_DEFAULT: IntervalDst
+INTERVAL_DST_ELAPSED: IntervalDst
+INTERVAL_DST_WALL: IntervalDst
 MISFIRE_DEFAULT: MisfirePolicy
 MISFIRE_SKIP: MisfirePolicy
 MISFIRE_FIRE_ONCE: MisfirePolicy
@@ -67,14 +76,16 @@ EXECUTION_STATUS_NEEDS_REVIEW: ExecutionStatus
 EXECUTION_STATUS_CANCELLED: ExecutionStatus
 
 class Schedule(_message.Message):
-    __slots__ = ("now", "at", "cron")
+    __slots__ = ("now", "at", "cron", "every")
     NOW_FIELD_NUMBER: _ClassVar[int]
     AT_FIELD_NUMBER: _ClassVar[int]
     CRON_FIELD_NUMBER: _ClassVar[int]
+    EVERY_FIELD_NUMBER: _ClassVar[int]
     now: RunNow
     at: _timestamp_pb2.Timestamp
     cron: CronSchedule
-    def __init__(self, now: _Optional[_Union[RunNow, _Mapping]] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cron: _Optional[_Union[CronSchedule, _Mapping]] = ...) -> None: ...
+    every: IntervalSchedule
+    def __init__(self, now: _Optional[_Union[RunNow, _Mapping]] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., cron: _Optional[_Union[CronSchedule, _Mapping]] = ..., every: _Optional[_Union[IntervalSchedule, _Mapping]] = ...) -> None: ...
 
 class RunNow(_message.Message):
     __slots__ = ()
@@ -121,6 +132,26 @@ class DstPolicy(_message.Message):
     gap: DstPolicy.Gap
     fold: DstPolicy.Fold
     def __init__(self, gap: _Optional[_Union[DstPolicy.Gap, str]] = ..., fold: _Optional[_Union[DstPolicy.Fold, str]] = ...) -> None: ...
+
+class IntervalSchedule(_message.Message):
+    __slots__ = ("every", "anchor", "time_zone", "start", "end", "smear", "dst", "interval_dst")
+    EVERY_FIELD_NUMBER: _ClassVar[int]
+    ANCHOR_FIELD_NUMBER: _ClassVar[int]
+    TIME_ZONE_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    SMEAR_FIELD_NUMBER: _ClassVar[int]
+    DST_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_DST_FIELD_NUMBER: _ClassVar[int]
+    every: _duration_pb2.Duration
+    anchor: _timestamp_pb2.Timestamp
+    time_zone: str
+    start: _timestamp_pb2.Timestamp
+    end: _timestamp_pb2.Timestamp
+    smear: _duration_pb2.Duration
+    dst: DstPolicy
+    interval_dst: IntervalDst
+    def __init__(self, every: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., anchor: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., time_zone: _Optional[str] = ..., start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., end: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., smear: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., dst: _Optional[_Union[DstPolicy, _Mapping]] = ..., interval_dst: _Optional[_Union[IntervalDst, str]] = ...) -> None: ...
 
 class RetryPolicy(_message.Message):
     __slots__ = ("max_attempts", "backoff_base", "backoff_cap")
