@@ -31,7 +31,7 @@ from wheel._version import __distribution__, __version__
 
 if TYPE_CHECKING:
     from wheel.client.aio import AsyncClient
-    from wheel.client.schedules import at, cron, now
+    from wheel.client.schedules import at, cron, every, now
     from wheel.client.sync import Client
     from wheel.client.types import NewJob
     from wheel.executor.context import TaskContext
@@ -50,6 +50,7 @@ _LAZY = {
     "TaskContext": "wheel.executor.context",
     "at": "wheel.client.schedules",
     "cron": "wheel.client.schedules",
+    "every": "wheel.client.schedules",
     "now": "wheel.client.schedules",
     "task": "wheel.executor.tasks",
 }
@@ -67,6 +68,7 @@ __all__ = [
     "__version__",
     "at",
     "cron",
+    "every",
     "now",
     "task",
 ]

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     from wheel.client import Client, types
 
-_NO_SCHEDULE = "give a schedule: --now, --at INSTANT or --cron EXPRESSION"
+_NO_SCHEDULE = "give a schedule: --now, --at INSTANT, --cron EXPRESSION or --every DURATION"
 
 # -- jobs ----------------------------------------------------------------------------------
 
@@ -92,7 +92,7 @@ def create_job(
     **options: Any,
 ) -> None:
     """Register job NAME running --task (or POSTed to --http URL) on a schedule: --now,
-    --at or --cron.
+    --at, --cron or --every.
 
     Prints the job and its next runs, with a note where DST changes a run.
     With --file, registers every job of the file at once (batches of 1,000,

@@ -8,6 +8,7 @@ speak one language:
     {"name": "remind-42", "task": "reminders.send", "at": "now+1h", "payload": "42"}
     {"name": "nightly", "task": "reports.nightly", "cron": "30 1 * * *", "tz": "Europe/London",
      "max_attempts": 5, "job_id": "0b8c4c1e-8a4e-4a57-9a0e-3f1f3c1e2d10"}
+    {"name": "sync", "task": "crm.sync", "every": "90m", "anchor": "2026-01-05T09:00:00Z"}
 
 (one object per line). A line that is not such an object is a usage error
 naming the line and the key, and nothing is sent.
@@ -124,7 +125,7 @@ def _job(
         raise click.UsageError("'task' (or 'http', a URL) is required")
     wanted = schedule(options)
     if wanted is None:
-        raise click.UsageError("give a schedule: now, at or cron")
+        raise click.UsageError("give a schedule: now, at, cron or every")
     return NewJob(
         name=options["name"],
         task_type=options.get("task_type") or "",

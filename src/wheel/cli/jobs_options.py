@@ -26,6 +26,7 @@ from wheel.model.http_tasks import HttpTask
 from wheel.model.jobs import (
     DstFold,
     DstGap,
+    IntervalDst,
     MisfirePolicy,
     OverlapPolicy,
     Policies,
@@ -39,15 +40,30 @@ SCHEDULE = (
     click.option("--now", "run_now", is_flag=True, help="Run once, now."),
     click.option("--at", type=INSTANT, help="Run once at this instant (ISO 8601)."),
     click.option("--cron", help='Cron expression: "30 1 * * *", "@hourly", "H */4 * * *".'),
-    click.option("--tz", help="IANA zone the cron expression is read in (default UTC)."),
+    click.option("--tz", help="IANA zone of a --cron or --every schedule (default UTC)."),
     click.option("--smear", type=DURATION, help="Spread runs by a stable offset in this window."),
-    click.option("--start", type=INSTANT, help="No cron runs before this instant."),
-    click.option("--end", type=INSTANT, help="No cron runs after this instant (inclusive)."),
+    click.option("--start", type=INSTANT, help="No runs before this instant (--cron, --every)."),
+    click.option("--end", type=INSTANT, help="No runs after this instant (inclusive)."),
     click.option("--dst-gap", type=choice(DstGap), help="Wall times a spring-forward skips."),
     click.option("--dst-fold", type=choice(DstFold), help="Wall times a fall-back repeats."),
+    click.option(
+        "--every",
+        type=DURATION,
+        help="Run every so long (15s, 90m, 36h; 1s to 366d), aligned to the Unix epoch.",
+    ),
+    click.option(
+        "--anchor", type=INSTANT, help="With --every: runs at this instant + k * the interval."
+    ),
+    click.option(
+        "--interval-dst",
+        type=choice(IntervalDst),
+        help="With --every, across DST: exact real time (elapsed, the default) or the same "
+        "wall-clock spacing in --tz (wall).",
+    ),
 )
 
 _CRON_ONLY = ("tz", "smear", "start", "end", "dst_gap", "dst_fold")
+_INTERVAL_ONLY = ("anchor", "interval_dst")
 
 
 def _flags(names: Sequence[str]) -> str:
@@ -58,26 +74,38 @@ def schedule(options: dict[str, Any], base: Schedule | None = None) -> Schedule 
     """The schedule the options describe; None when none was given.
 
     With `base` (an update's current schedule), cron options change that
-    schedule: `--tz` alone keeps the expression, `--cron` alone the zone.
+    schedule: `--tz` alone keeps the expression, `--cron` alone the zone; an
+    interval's options (`--every`, `--anchor`, `--interval-dst`, `--tz`, ...) change
+    an interval the same way.
     """
     from wheel.client import at, cron, now
 
     kinds = [name for name in ("run_now", "at", "cron") if options.get(name)]
+    if options.get("every") is not None:  # (a zero interval is given, and refused)
+        kinds.append("every")
     modifiers = [name for name in _CRON_ONLY if options.get(name) is not None]
+    interval_only = [name for name in _INTERVAL_ONLY if options.get(name) is not None]
     if len(kinds) > 1:
-        raise click.UsageError("give one of --now, --at and --cron")
-    if kinds and kinds[0] != "cron" and modifiers:
-        raise click.UsageError(f"{_flags(modifiers)}: only for a --cron schedule")
+        raise click.UsageError("give one of --now, --at, --cron and --every")
+    if kinds and kinds[0] not in ("cron", "every") and modifiers:
+        raise click.UsageError(f"{_flags(modifiers)}: only for a --cron or --every schedule")
     if kinds == ["run_now"]:
         return now()
     if kinds == ["at"]:
         return at(options["at"])
+    interval = base if base is not None and base.kind is ScheduleKind.INTERVAL else None
+    if kinds == ["every"] or (not kinds and interval is not None and (modifiers or interval_only)):
+        return _interval(options, interval)
+    if interval_only:
+        raise click.UsageError(f"{_flags(interval_only)}: only for an --every schedule")
     if not kinds and not modifiers:
         return None
     current = base if base is not None and base.kind is ScheduleKind.CRON else None
     expression = options.get("cron") or (current.cron if current else None)
     if not expression:
-        raise click.UsageError(f"{_flags(modifiers)}: only for a --cron schedule (give --cron)")
+        raise click.UsageError(
+            f"{_flags(modifiers)}: only for a --cron or --every schedule (give one)"
+        )
 
     def pick(name: str, inherited: Any) -> Any:
         given = options.get(name)
@@ -86,6 +114,29 @@ def schedule(options: dict[str, Any], base: Schedule | None = None) -> Schedule 
     return cron(
         expression,
         pick("tz", current.time_zone if current else "UTC"),
+        smear=pick("smear", current.smear if current else None),
+        start=pick("start", current.starts_at if current else None),
+        end=pick("end", current.ends_at if current else None),
+        dst_gap=pick("dst_gap", current.dst_gap if current else DstGap.DEFAULT).lower(),
+        dst_fold=pick("dst_fold", current.dst_fold if current else DstFold.DEFAULT).lower(),
+    )
+
+
+def _interval(options: dict[str, Any], current: Schedule | None) -> Schedule:
+    """An --every schedule; with `current` (an update's interval), the options change it."""
+    from wheel.client import every
+
+    def pick(name: str, inherited: Any) -> Any:
+        given = options.get(name)
+        return given if given is not None else inherited
+
+    interval = pick("every", current.every if current else None)
+    assert interval is not None  # given, or the current interval's
+    return every(
+        interval,
+        pick("tz", current.time_zone if current else "UTC"),
+        anchor=pick("anchor", current.anchor if current else None),
+        dst=pick("interval_dst", current.interval_dst if current else IntervalDst.ELAPSED).lower(),
         smear=pick("smear", current.smear if current else None),
         start=pick("start", current.starts_at if current else None),
         end=pick("end", current.ends_at if current else None),

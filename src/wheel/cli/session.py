@@ -201,6 +201,18 @@ _OPTIONS = {
     "end": "--to",
     "scheduled_after": "--after",
     "scheduled_before": "--before",
+    "schedule.every": "--every",
+    "schedule.every.every": "--every",
+    "schedule.anchor": "--anchor",
+    "schedule.every.anchor": "--anchor",
+    "schedule.interval_dst": "--interval-dst",
+    "schedule.every.interval_dst": "--interval-dst",
+    "schedule.every.time_zone": "--tz",
+    "schedule.every.start": "--start",
+    "schedule.every.end": "--end",
+    "schedule.every.smear": "--smear",
+    "schedule.every.dst.gap": "--dst-gap",
+    "schedule.every.dst.fold": "--dst-fold",
 }
 
 

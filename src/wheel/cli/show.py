@@ -23,6 +23,7 @@ from wheel.errors import first_line
 from wheel.model.executions import lateness_s, not_late_because
 from wheel.model.jobs import DstFold, DstGap, Policies, Schedule, ScheduleKind
 from wheel.model.notifications import redacted
+from wheel.schedule.interval import describe_interval
 
 if TYPE_CHECKING:
     from wheel.client import types
@@ -67,7 +68,10 @@ def describe_schedule(schedule: Schedule) -> str:
         return "now"
     if schedule.kind is ScheduleKind.AT:
         return f"at {when(schedule.at)}"
-    text = f"cron {schedule.cron!r} in {schedule.time_zone}"
+    if schedule.kind is ScheduleKind.INTERVAL:
+        text = f"{describe_interval(schedule).lower()} ({schedule.time_zone})"
+    else:
+        text = f"cron {schedule.cron!r} in {schedule.time_zone}"
     if schedule.smear:
         text += f", smear {span(schedule.smear)}"
     if schedule.starts_at or schedule.ends_at:

@@ -7,7 +7,7 @@
 
 - `aio.AsyncClient`: the one implementation of every call (`wheel.AsyncClient`);
 - `sync.Client`: the same methods, blocking (`wheel.Client`);
-- `schedules`: `now()`, `at(instant)`, `cron(expression, zone, ...)`;
+- `schedules`: `now()`, `at(instant)`, `cron(expression, zone, ...)`, `every(interval, ...)`;
 - `types`: what calls return (frozen dataclasses, the model's enums);
 - `transport`: endpoints, token, TLS, failover and retry;
 - `messages`: protobuf answers as `types`;
@@ -18,7 +18,7 @@
 from wheel.api.signature import verify as verify_webhook
 from wheel.api.signature import verify_http_task
 from wheel.client.aio import AsyncClient
-from wheel.client.schedules import at, cron, now
+from wheel.client.schedules import at, cron, every, now
 from wheel.client.sync import Client
 from wheel.client.types import (
     Attempt,
@@ -64,6 +64,7 @@ __all__ = [
     "Webhook",
     "at",
     "cron",
+    "every",
     "now",
     "verify_http_task",
     "verify_webhook",

@@ -9,9 +9,10 @@ Each definition is matched to the tenant's job of the same name:
 
 - **create**: no job of that name;
 - **unchanged**: the same definition;
-- **update**: the same kind of schedule (cron to cron) with other fields;
-- **replace**: a one-off's instant or the kind of schedule changed (a one-off's
-  instant is its identity, so the job is deleted and created again);
+- **update**: a recurring schedule (cron or interval) to a recurring one, or other
+  fields;
+- **replace**: a one-off's instant changed, or a one-off became recurring or back (a
+  one-off's instant is its identity, so the job is deleted and created again);
 - **delete** (`prune`): a job the list does not name.
 
 An update names the version that the plan read, so two applies at once cannot
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from wheel.client import types as t
 from wheel.errors import InvalidArgument, VersionConflict
-from wheel.model.jobs import JobStatus, Policies, ScheduleKind
+from wheel.model.jobs import JobStatus, Policies
 
 if TYPE_CHECKING:
     from wheel.client.aio import AsyncClient
@@ -146,8 +147,8 @@ def _compare(wanted: t.NewJob, current: t.Job | None) -> Change:
     fields = _differences(wanted, current)
     if not fields:
         return Change(wanted.name, Action.UNCHANGED, current=current, wanted=wanted)
-    cron_to_cron = ScheduleKind.CRON == wanted.schedule.kind == current.schedule.kind
-    action = Action.UPDATE if cron_to_cron else Action.REPLACE
+    recurring = wanted.schedule.recurring and current.schedule.recurring
+    action = Action.UPDATE if recurring else Action.REPLACE
     return Change(wanted.name, action, tuple(fields), current, wanted)
 
 

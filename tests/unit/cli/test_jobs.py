@@ -19,11 +19,12 @@ from click.testing import CliRunner, Result
 from tests.unit.client.fake_api import DST_NOTE, NOW, FakeApi, serving
 from tests.unit.client.helpers import TOKEN, seed_job
 from wheel._proto.wheel.v1 import common_pb2 as pb
-from wheel.api.convert import policies_from, schedule_from
+from wheel.api.convert import policies_from, schedule_from, schedule_to
 from wheel.cli import main as cli
 from wheel.cli.jobs import executions, jobs
+from wheel.client import every
 from wheel.errors import InvalidArgument, Unauthenticated
-from wheel.model.jobs import MisfirePolicy, OverlapPolicy
+from wheel.model.jobs import DstFold, IntervalDst, MisfirePolicy, OverlapPolicy, ScheduleKind
 from wheel.timestamps import to_datetime
 
 WIDE = {"COLUMNS": "250", "WHEEL_ENDPOINTS": "", "WHEEL_TOKEN": ""}
@@ -92,6 +93,33 @@ def test_create_sends_the_schedule_policies_and_payload(address: str, api: FakeA
     assert DST_NOTE in output
 
 
+def test_create_an_interval_job(address: str, api: FakeApi) -> None:
+    output = ok(
+        run(jobs, address, "create", "sync", "--task", "crm.sync", "--every", "90m",
+            "--anchor", "2026-01-05T09:00:00+00:00", "--interval-dst", "wall",
+            "--tz", "Europe/London", "--dst-fold", "both", "--overlap", "queue")
+    )  # fmt: skip
+    sent = schedule_from(api.called("CreateJob")[0].request.schedule)
+    assert sent.kind is ScheduleKind.INTERVAL
+    assert sent.every == timedelta(minutes=90)
+    assert sent.anchor == datetime(2026, 1, 5, 9, tzinfo=UTC)
+    assert sent.interval_dst is IntervalDst.WALL
+    assert (sent.time_zone, sent.dst_fold) == ("Europe/London", DstFold.BOTH)
+    assert "every 90 minutes by the wall clock in europe/london" in output.lower()
+    assert "did you mean" not in output
+
+
+def test_update_keeps_the_interval_and_changes_what_is_named(address: str, api: FakeApi) -> None:
+    seeded = seed_job(api)
+    seeded.schedule.CopyFrom(schedule_to(every(timedelta(minutes=15), "Europe/Paris")))
+    ok(run(jobs, address, "update", seeded.id, "--version", "3", "--interval-dst", "wall"))
+    sent = schedule_from(api.called("UpdateJob")[0].request.job.schedule)
+    assert (sent.every, sent.time_zone) == (timedelta(minutes=15), "Europe/Paris")
+    assert sent.interval_dst is IntervalDst.WALL
+    ok(run(jobs, address, "update", seeded.id, "--version", "4", "--cron", "0 * * * *"))
+    assert schedule_from(api.called("UpdateJob")[1].request.job.schedule).cron == "0 * * * *"
+
+
 def test_create_as_json(address: str, api: FakeApi) -> None:
     output = ok(run(jobs, address, "create", "once", "--task", "t", "--now", "--output", "json"))
     document = json.loads(output)
@@ -129,6 +157,14 @@ def test_payload_from_a_file(address: str, api: FakeApi, tmp_path: Path) -> None
         (["--now", "--misfire", "sometimes"], "--misfire", "'sometimes' is not one of"),
         (["--now", "--pool", " "], "--pool", "must not be empty"),
         (["--now", "--notify-url", "ftp://h.example/"], "--notify-url", "must start with http"),
+        (["--every", "0s"], "--every", "must be at least 1 second"),
+        (["--every", "500ms"], "--every", "must be at least 1 second"),
+        (["--every", "367d"], "--every", "must be at most 366 days"),
+        (["--every", "soon"], "--every", "'soon' is not a duration"),
+        (["--every", "1h", "--anchor", "teatime"], "--anchor", "not an ISO 8601 instant"),
+        (["--every", "1h", "--anchor", "2027-01-01T09:00:00"], "--anchor", "needs a UTC offset"),
+        (["--every", "1h", "--interval-dst", "sideways"], "--interval-dst", "is not one of"),
+        (["--every", "1h", "--dst-gap", "skip"], "--dst-gap", "only for wall-clock spacing"),
     ],
 )  # fmt: skip
 def test_a_bad_value_is_a_usage_error_naming_its_option(
@@ -145,9 +181,15 @@ def test_a_bad_value_is_a_usage_error_naming_its_option(
     ("args", "message"),
     [
         ([], "give a schedule"),
-        (["--now", "--cron", "* * * * *"], "give one of --now, --at and --cron"),
-        (["--now", "--tz", "Europe/Paris"], "--tz: only for a --cron schedule"),
-        (["--smear", "5m"], "--smear: only for a --cron schedule"),
+        (["--now", "--cron", "* * * * *"], "give one of --now, --at, --cron and --every"),
+        (["--cron", "* * * * *", "--every", "5m"], "give one of --now, --at, --cron and --every"),
+        (["--now", "--tz", "Europe/Paris"], "--tz: only for a --cron or --every schedule"),
+        (["--smear", "5m"], "--smear: only for a --cron or --every schedule"),
+        (
+            ["--cron", "* * * * *", "--interval-dst", "wall"],
+            "--interval-dst: only for an --every schedule",
+        ),
+        (["--anchor", "now"], "--anchor: only for an --every schedule"),
         (["--now", "--payload", "a", "--payload-file", "-"], "not both"),
     ],
 )
