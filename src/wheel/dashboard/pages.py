@@ -24,6 +24,7 @@ from wheel.model.executions import ExecutionStatus, lateness_s, not_late_because
 from wheel.model.jobs import Schedule, ScheduleKind
 from wheel.schedule import cron
 from wheel.schedule.describe import describe
+from wheel.schedule.interval import describe_interval
 from wheel.schedule.zones import Transition, next_transition
 
 STATIC = Path(__file__).parent / "static"
@@ -53,6 +54,8 @@ def words(schedule: Schedule, job_id: uuid.UUID) -> str:
         return "once, at once"
     if schedule.kind is ScheduleKind.AT:
         return f"once, at {_when(schedule.at)}"
+    if schedule.kind is ScheduleKind.INTERVAL:
+        return describe_interval(schedule)
     try:
         return describe(cron.parse(schedule.cron or "", job_id))
     except InvalidArgument:  # a stored job's cron parses; this is for one that no longer does
@@ -146,7 +149,7 @@ async def job(client: AsyncClient, request: web.Request) -> dict[str, Any]:
     preview: list[Any] = []
     around = None
     change = None
-    if found.schedule.kind is ScheduleKind.CRON:
+    if found.schedule.recurring:
         preview = await client.preview_schedule(found.schedule, count=12, job_id=found.id)
         change = next_change(found.schedule.time_zone, datetime.now(UTC))
         if change is not None:
