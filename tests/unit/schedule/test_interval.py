@@ -38,7 +38,7 @@ WINDOW = timedelta(hours=6)
 
 @functools.cache
 def transitions(name: str) -> list[datetime]:
-    return reference.transitions(ZoneInfo(name), 2024, 2027)
+    return reference.transitions(ZoneInfo(name), 2025, 2026)
 
 
 def interval(
