@@ -53,10 +53,8 @@ async def test_an_interval_job_fires_every_n_seconds_and_is_explained(api: Api) 
     assert all((i - EPOCH) % timedelta(seconds=2) == timedelta(0) for i in instants)
 
     # Explain: a fired run, and an instant off the grid.
-    async with asyncio.timeout(20):
-        while (fired := await explain(a, job, instants[0])).verdict != V.SUCCEEDED:
-            await asyncio.sleep(0.1)  # polling a remote state: there is no event to await
-    assert fired.verdict == V.SUCCEEDED
+    fired = await _until_succeeded(api, job, instants[0])
+    assert fired.execution_id
     off = await explain(a, job, instants[-1] + timedelta(seconds=1))
     assert off.verdict == V.NOT_AN_OCCURRENCE
     assert "every 2 seconds of real time" in off.summary
@@ -92,6 +90,16 @@ async def test_an_interval_job_fires_every_n_seconds_and_is_explained(api: Api) 
     later = [r.scheduled_for for r in executor.runs[since:] if r.execution_id.startswith(job.id)]
     assert (later[-1] - EPOCH) % timedelta(seconds=3) == timedelta(0)
     await executor.stop()
+
+
+async def _until_succeeded(api: Api, job: pb.Job, instant: datetime) -> apb.Explanation:
+    """Explain until the run has succeeded: its result is recorded after the executor's."""
+    async with asyncio.timeout(20):
+        while True:
+            found = await explain(api.alice, job, instant)
+            if found.verdict == V.SUCCEEDED:
+                return found
+            await asyncio.sleep(0.1)  # polling a remote state: there is no event to await
 
 
 async def test_the_overlap_policy_applies_to_interval_jobs(api: Api) -> None:
