@@ -407,7 +407,7 @@ def trigger_job(session: Session, job_id: str, at: datetime | None) -> None:
 @click.option("--to", "end", type=INSTANT, required=True, help="Last instant (excluded; past).")
 @connected
 def backfill_job(session: Session, job_id: str, start: datetime, end: datetime) -> None:
-    """Make the runs JOB's cron schedule had in [--from, --to); existing ones are kept."""
+    """Make the runs JOB's recurring schedule had in [--from, --to); existing ones are kept."""
     from wheel.cli import show
 
     result = session.call(lambda client: client.backfill_job(job_id, start, end))
