@@ -28,6 +28,7 @@ however far it is from the anchor.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -35,7 +36,14 @@ from zoneinfo import ZoneInfo
 
 from wheel.model.jobs import IntervalDst, Schedule
 from wheel.schedule.dst import DstRule, Occurrence, place
-from wheel.schedule.zones import Ordinary, describe_offset, next_transition, resolve, zone
+from wheel.schedule.zones import (
+    Ordinary,
+    Transition,
+    describe_offset,
+    next_transition,
+    resolve,
+    zone,
+)
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _EPOCH_WALL = datetime(1970, 1, 1)
@@ -43,6 +51,8 @@ _US = timedelta(microseconds=1)
 # A transition moves wall clocks by at most a few hours: wall times this far outside
 # a window's (offset-shifted) bounds cannot land inside it.
 _SLACK = timedelta(hours=3)
+# Windows up to this long may take the no-transition shortcut (see `_wall_runs`).
+_FAST_WINDOW = timedelta(days=1)
 
 
 def _us(delta: timedelta) -> int:
@@ -136,6 +146,14 @@ class IntervalPlan:
     def _wall_runs(
         self, start: datetime, end: datetime, limit: int | None, from_end: bool
     ) -> list[Occurrence]:
+        if self.every <= _SLACK and end - start <= _FAST_WINDOW:
+            # A frequent grid over a short window (the materialiser's): with no change of
+            # offset near, every wall time is ordinary, one subtraction away, and so is
+            # the previous grid time (no note to make).
+            offset = _offset(start - _SLACK, self.tz)
+            middle = start + (end - start) / 2
+            if _offset(middle, self.tz) == offset == _offset(end + _SLACK, self.tz):
+                return self._ordinary(start, end, offset, limit, from_end)
         offsets = [_offset(start, self.tz), _offset(end, self.tz)]
         low, high = min(offsets), max(offsets)
         first = self._k((start + low - _SLACK).replace(tzinfo=None))
@@ -164,6 +182,21 @@ class IntervalPlan:
             if limit is not None and stop_after is None and real >= limit:
                 stop_after = k - slack_k if from_end else k + slack_k
         return [found[instant] for instant in sorted(found)]
+
+    def _ordinary(
+        self, start: datetime, end: datetime, offset: timedelta, limit: int | None, from_end: bool
+    ) -> list[Occurrence]:
+        every_us = _us(self.every)
+        low, high = (start + offset).replace(tzinfo=None), (end + offset).replace(tzinfo=None)
+        first = -(-_us(low - self.origin) // every_us)
+        last = -(-_us(high - self.origin) // every_us) - 1
+        if limit is not None and last - first + 1 > limit:
+            first, last = (last - limit + 1, last) if from_end else (first, first + limit - 1)
+        result = []
+        for k in range(first, last + 1):
+            wall = self.origin + k * self.every
+            result.append(Occurrence((wall - offset).replace(tzinfo=UTC), wall))
+        return result
 
     def _noted(self, occurrence: Occurrence) -> Occurrence:
         """An ordinary wall-grid run, with a note when the previous grid time was ordinary
@@ -194,8 +227,9 @@ class IntervalPlan:
         if not self.wall:
             return shortest
         horizon = after + timedelta(days=366 * years)
-        moment = after
-        while (change := next_transition(self.tz, moment, horizon - moment)) is not None:
+        for change in _transitions(self.tz, after.year, years + 1):
+            if not after <= change.at < horizon:
+                continue
             edges = (change.before.replace(tzinfo=None), change.after.replace(tzinfo=None))
             walls = {
                 self.origin + (self._k(edge) + step) * self.every
@@ -207,8 +241,20 @@ class IntervalPlan:
             )
             for a, b in itertools.pairwise(instants):
                 shortest = min(shortest, b - a)
-            moment = change.at
         return shortest
+
+
+@functools.lru_cache(maxsize=256)
+def _transitions(tz: ZoneInfo, year: int, years: int) -> tuple[Transition, ...]:
+    """`tz`'s changes of offset from the start of `year` for `years` years: found once per
+    zone, not once per job of a batch."""
+    found = []
+    moment = datetime(year, 1, 1, tzinfo=UTC)
+    end = datetime(year + years, 1, 1, tzinfo=UTC)
+    while (change := next_transition(tz, moment, end - moment)) is not None:
+        found.append(change)
+        moment = change.at
+    return tuple(found)
 
 
 def spoken(every: timedelta) -> str:

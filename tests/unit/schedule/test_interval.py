@@ -143,9 +143,13 @@ def test_wall_runs_match_the_minute_walk_at_every_transition(name: str) -> None:
                     assert plan.interval is not None
                     mine = [r.instant for r in plan.runs(start, end)]
                     origin = plan.interval.origin
-                    assert mine == walked_wall_runs(walk, origin, every, plan.interval), (
-                        name, change, every, anchor, gap, fold,
-                    )  # fmt: skip
+                    walked = walked_wall_runs(walk, origin, every, plan.interval)
+                    assert mine == walked, (name, change, every, anchor, gap, fold)
+                    # Two hours well before the change: the no-transition shortcut.
+                    early = start + timedelta(hours=2)
+                    assert [r.instant for r in plan.runs(start, early)] == [
+                        i for i in walked if i < early
+                    ]
                     compared += 1
     assert compared == len(transitions(name)) * len(EVERIES) * len(ANCHORS) * len(rules)
 
