@@ -106,7 +106,7 @@ async def test_the_overlap_policy_applies_to_interval_jobs(api: Api) -> None:
     a = api.alice
 
     async def slow(_: epb.Dispatch) -> tuple[int, str]:
-        await asyncio.sleep(2.5)  # the task's work: outlasts two more runs
+        await asyncio.sleep(1.5)  # the task's work: outlasts the next run
         return epb.Result.OUTCOME_SUCCEEDED, ""
 
     executor = await connected(api.node, behaviour=slow)
