@@ -21,7 +21,7 @@ from wheel.client.apply import Action
 from wheel.durations import readable
 from wheel.errors import first_line
 from wheel.model.executions import lateness_s, not_late_because
-from wheel.model.jobs import DstFold, DstGap, Policies, Schedule, ScheduleKind
+from wheel.model.jobs import DstFold, DstGap, IntervalDst, Policies, Schedule, ScheduleKind
 from wheel.model.notifications import redacted
 from wheel.schedule.interval import describe_interval
 
@@ -69,7 +69,10 @@ def describe_schedule(schedule: Schedule) -> str:
     if schedule.kind is ScheduleKind.AT:
         return f"at {when(schedule.at)}"
     if schedule.kind is ScheduleKind.INTERVAL:
-        text = f"{describe_interval(schedule).lower()} ({schedule.time_zone})"
+        words = describe_interval(schedule)
+        text = f"{words[:1].lower()}{words[1:]}"
+        if schedule.interval_dst is not IntervalDst.WALL:
+            text += f", shown in {schedule.time_zone}"
     else:
         text = f"cron {schedule.cron!r} in {schedule.time_zone}"
     if schedule.smear:

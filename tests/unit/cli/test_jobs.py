@@ -105,7 +105,7 @@ def test_create_an_interval_job(address: str, api: FakeApi) -> None:
     assert sent.anchor == datetime(2026, 1, 5, 9, tzinfo=UTC)
     assert sent.interval_dst is IntervalDst.WALL
     assert (sent.time_zone, sent.dst_fold) == ("Europe/London", DstFold.BOTH)
-    assert "every 90 minutes by the wall clock in europe/london" in output.lower()
+    assert "every 90 minutes by the wall clock in Europe/London, from 2026-01-05 09:00" in output
     assert "did you mean" not in output
 
 

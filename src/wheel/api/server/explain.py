@@ -40,7 +40,7 @@ from wheel.model.executions import (
     ordinal,
 )
 from wheel.model.ids import ExecutionKey, TenantId
-from wheel.model.jobs import Job, JobStatus, Schedule, ScheduleKind
+from wheel.model.jobs import IntervalDst, Job, JobStatus, Schedule, ScheduleKind
 from wheel.model.notifications import Delivery, DeliveryState, redacted
 from wheel.model.pauses import Pause
 from wheel.model.summaries import settled
@@ -356,5 +356,8 @@ def _named(schedule: Schedule) -> str:
     "every 90 minutes of real time (UTC)"."""
     if schedule.kind is ScheduleKind.INTERVAL:
         words = describe_interval(schedule)
-        return f"{words[:1].lower()}{words[1:]} ({schedule.time_zone})"
+        words = f"{words[:1].lower()}{words[1:]}"
+        if schedule.interval_dst is IntervalDst.WALL:
+            return words  # the words name the zone
+        return f"{words} ({schedule.time_zone})"
     return f"{schedule.cron!r} in {schedule.time_zone}"
