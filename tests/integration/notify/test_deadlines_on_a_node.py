@@ -65,8 +65,10 @@ class Handlers:
 async def until(check: Callable[[], object], within: float = 20.0) -> None:
     """Poll a remote state until `check()` holds: there is no event to await."""
     async with asyncio.timeout(within):
-        while not await check():  # type: ignore[misc]
-            await asyncio.sleep(0.1)
+        while True:
+            if await check():  # type: ignore[misc]
+                return
+            await asyncio.sleep(0.1)  # polling a remote state: there is no event to await
 
 
 def of_type(requests: list[Received], kind: str) -> list[Received]:
@@ -81,7 +83,7 @@ async def test_a_slow_run_misses_its_deadline_once_and_a_failing_job_is_told_and
     soon = wheel.at(datetime.now(UTC) + timedelta(milliseconds=300))
     async with Receiver.running() as receiver:
         webhook = await client.set_webhook(receiver.url)
-        timed = await client.create_job(
+        await client.create_job(
             "has a deadline", "work", soon, payload=b"slow",
             policies=Policies(deadline=timedelta(seconds=2)),
         )  # fmt: skip
@@ -111,7 +113,8 @@ async def test_a_slow_run_misses_its_deadline_once_and_a_failing_job_is_told_and
         await until(succeeded)
         run = await client.get_execution(run_id)
         assert run.deadline_at == scheduled + timedelta(seconds=2)
-        assert run.deadline_missed_at is not None and run.deadline_missed_at >= run.deadline_at
+        assert run.deadline_missed_at is not None
+        assert run.deadline_missed_at >= run.deadline_at
         (other,) = (await client.list_executions(job_id=untimed.job.id)).items
         assert (other.deadline_at, other.deadline_missed_at) == (None, None)
 
@@ -130,11 +133,9 @@ async def test_a_slow_run_misses_its_deadline_once_and_a_failing_job_is_told_and
         assert attention["has none"] is None
 
         # The CLI's runs list says so in the detail column.
-        listed = await asyncio.to_thread(
-            CliRunner().invoke, executions, ["list", "--job", "has a deadline", "--endpoint", node.address,
-                         "--token", token],
-            env={"COLUMNS": "200", "WHEEL_ENDPOINTS": "", "WHEEL_TOKEN": ""},
-        )  # fmt: skip
+        args = ["list", "--job", "has a deadline", "--endpoint", node.address, "--token", token]
+        env = {"COLUMNS": "200", "WHEEL_ENDPOINTS": "", "WHEEL_TOKEN": ""}
+        listed = await asyncio.to_thread(CliRunner().invoke, executions, args, env=env)
         assert listed.exit_code == 0, listed.output
         assert "deadline missed" in listed.output
 
@@ -158,7 +159,8 @@ async def test_a_slow_run_misses_its_deadline_once_and_a_failing_job_is_told_and
         await until(lambda: _has(receiver, "job.recovered"))
         failing = of_type(receiver.requests, "job.failing")
         recovered = of_type(receiver.requests, "job.recovered")
-    assert len(failing) == 1 and len(recovered) == 1
+    assert len(failing) == 1
+    assert len(recovered) == 1
     assert failing[0].json()["streak"]["runs"] == 3
     assert recovered[0].json()["streak"]["runs"] == 3
     assert recovered[0].json()["execution"]["status"] == "succeeded"
