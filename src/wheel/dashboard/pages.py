@@ -102,6 +102,7 @@ FILTERS = {
     "ordinal": ordinal,
     "lateness": lateness,
     "took": lambda e: _seconds(e.started_at, e.finished_at),
+    "duration": lambda delta: readable(delta.total_seconds()),
 }
 
 
