@@ -129,6 +129,7 @@ BEGIN
           ON mine.partition = pe.partition AND mine.epoch = pe.epoch
         WHERE jb.partition = ANY(p_partitions)
           AND (jb.notify_after_failures > 0 OR jb.failing_since IS NOT NULL)
+          AND jb.status <> 'deleted'
     LOOP
         SELECT x.scheduled_for, x.status, x.reason, x.attempt, x.retries, x.error
         INTO v_latest
