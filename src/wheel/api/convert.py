@@ -342,6 +342,12 @@ def policies_from(message: pb.JobPolicies, field: str = "policies") -> mj.Polici
             priority=message.priority,
             pool=message.pool or defaults.pool,
             notify_url=message.notify_url,
+            deadline=(
+                duration(message.deadline, f"{field}.deadline")
+                if message.HasField("deadline")
+                else None
+            ),
+            notify_after_failures=message.notify_after_failures,
         ),
         field.removesuffix("policies"),
     )
@@ -449,6 +455,8 @@ def policies_to(policies: mj.Policies) -> pb.JobPolicies:
         priority=policies.priority,
         pool=policies.pool,
         notify_url=policies.notify_url,
+        deadline=to_duration(policies.deadline) if policies.deadline is not None else None,
+        notify_after_failures=policies.notify_after_failures,
     )
 
 
@@ -534,6 +542,8 @@ def execution_to(execution: mx.Execution) -> pb.Execution:
         message.retries.add(
             at=to_timestamp(retry.at), by=retry.by, after_attempt=retry.after_attempt
         )
+    _set_time(message, "deadline_at", execution.deadline_at)
+    _set_time(message, "deadline_missed_at", execution.deadline_missed_at)
     return message
 
 

@@ -216,6 +216,19 @@ POLICIES = (
         help="POST this job's dead, needs_review and skipped runs here instead of to the "
         "tenant's webhook (`wheel notifications`).",
     ),
+    click.option(
+        "--deadline",
+        type=DURATION,
+        help="Each run must have succeeded this long after its instant (30m; 1s-366d), "
+        "or it is announced once as deadline_missed.",
+    ),
+    click.option("--no-deadline", is_flag=True, default=None, help="Remove the job's deadline."),
+    click.option(
+        "--notify-after-failures",
+        type=int,
+        help="Announce when this many runs in a row end dead or needs_review, and the "
+        "next success (0: never).",
+    ),
 )
 
 _POLICY_FIELDS = tuple(field.name for field in dataclasses.fields(Policies))
@@ -225,6 +238,10 @@ _POLICY_ENUMS: dict[str, type[StrEnum]] = {"misfire": MisfirePolicy, "overlap": 
 def policies(options: dict[str, Any], base: Policies) -> Policies | None:
     """`base` with the policy options given changed; None when none was."""
     changes = {name: options[name] for name in _POLICY_FIELDS if options.get(name) is not None}
+    if options.get("no_deadline"):
+        if "deadline" in changes:
+            raise click.UsageError("give --deadline or --no-deadline, not both")
+        changes["deadline"] = None
     if not changes:
         return None
     for name, cls in _POLICY_ENUMS.items():

@@ -194,6 +194,8 @@ _OPTIONS = {
     "policies.priority": "--priority",
     "policies.pool": "--pool",
     "policies.notify_url": "--notify-url",
+    "policies.deadline": "--deadline",
+    "policies.notify_after_failures": "--notify-after-failures",
     "http.url": "--http",
     "count": "--count",
     "after": "--after",

@@ -91,6 +91,8 @@ def describe_policies(p: Policies) -> str:
         f"(grace {span(p.misfire_grace)}, replay cap {p.misfire_replay_cap}), "
         f"overlap {p.overlap}, timeout {span(p.timeout)}, priority {p.priority}, pool {p.pool}"
         + (f", notifies {redacted(p.notify_url)}" if p.notify_url else "")
+        + (f", deadline {span(p.deadline)}" if p.deadline is not None else "")
+        + (f", notify after {p.notify_after_failures} failures" if p.notify_after_failures else "")
     )
 
 
@@ -250,6 +252,8 @@ def execution(console: Console, title: str, item: types.Execution) -> None:
             ("started", when(item.started_at)),
             ("late", _late(item)),
             ("finished", when(item.finished_at)),
+            ("deadline", when(item.deadline_at) if item.deadline_at else None),
+            ("deadline missed", when(item.deadline_missed_at) if item.deadline_missed_at else None),
         ],
     )
     if not item.attempts:
@@ -307,13 +311,18 @@ def executions(
             str(item.try_attempt),
             _late(item),
             _took(item, now),
-            _waiting(item) or first_line(item.error) or item.reason or "",
+            _missed(item) + (_waiting(item) or first_line(item.error) or item.reason or ""),
             item.id,
         ]
         for item in page.items
     ]
     _table(console, columns, rows, wide)
     _more(console, page.next_page_token)
+
+
+def _missed(item: types.Execution) -> str:
+    """'deadline missed; ' before the detail of a run past its deadline, else ''."""
+    return "deadline missed; " if item.deadline_missed_at is not None else ""
 
 
 def _waiting(item: types.Execution) -> str:

@@ -107,6 +107,7 @@ def job(message: pb.Job) -> t.Job:
                 overdue=message.attention.overdue,
                 failing=message.attention.failing,
                 summary=message.attention.summary,
+                deadline_missed=message.attention.deadline_missed,
             )
             if message.HasField("attention")
             else None
@@ -160,6 +161,8 @@ def execution(message: pb.Execution) -> t.Execution:
         waiting_detail=_text(message.waiting_detail),
         lateness_s=message.lateness_s if message.HasField("lateness_s") else None,
         not_late_because=_text(message.not_late_because),
+        deadline_at=_optional_time(message, "deadline_at"),
+        deadline_missed_at=_optional_time(message, "deadline_missed_at"),
     )
 
 

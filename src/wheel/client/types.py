@@ -51,6 +51,8 @@ class JobAttention:
     """Its latest runs that ended dead or need review, back to its latest success."""
     summary: str
     """The three in words: "3 unserved, 1 failing"."""
+    deadline_missed: int = 0
+    """Its runs of the last day that missed their deadline."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +155,10 @@ class Execution:
     """"backfill" or "triggered": why it has no lateness."""
     retries: tuple[Retry, ...] = ()
     """A person's retries, oldest first: each starts a new try with the job's attempts."""
+    deadline_at: datetime | None = None
+    """When it must have succeeded by; None: no deadline."""
+    deadline_missed_at: datetime | None = None
+    """When it was marked past its deadline without a success; None: not missed (yet)."""
 
     @property
     def tries(self) -> int:

@@ -106,6 +106,7 @@ FILTERS = {
     "lateness": lateness,
     "took": lambda e: _seconds(e.started_at, e.finished_at),
     "paused": lambda job: paused(job, datetime.now(UTC)),
+    "duration": lambda delta: readable(delta.total_seconds()),
 }
 
 

@@ -255,6 +255,11 @@ class Execution:
     """The node that made the latest claim."""
     retries: tuple[Retry, ...] = ()
     """A person's retries, oldest first: each starts a new try with the job's attempts."""
+    deadline_at: datetime | None = None
+    """When it must have succeeded by (its job's deadline after its instant); None: no
+    deadline (a job without one, or a triggered or backfilled run)."""
+    deadline_missed_at: datetime | None = None
+    """When its partition's owner marked it past its deadline without a success."""
 
     @property
     def tries(self) -> int:
@@ -293,6 +298,9 @@ class RunsToWatch:
     """Of those, the ones due more than OVERDUE_AFTER_S ago."""
     failing: int
     """Its latest runs that ended dead or need review, back to its latest success."""
+    deadline_missed: int = 0
+    """Of its latest runs due by now (at most ATTENTION_RECENT_RUNS), those that missed
+    their deadline."""
 
 
 class Timed(Protocol):

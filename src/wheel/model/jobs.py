@@ -25,6 +25,9 @@ MAX_POOL_LENGTH = 100
 MAX_CRON_LENGTH = 200
 MAX_ZONE_LENGTH = 64
 MAX_REPLAY_CAP = 100_000
+MIN_DEADLINE = timedelta(seconds=1)
+MAX_DEADLINE = timedelta(days=366)
+MAX_NOTIFY_AFTER_FAILURES = 1000
 
 
 # Unicode's control characters (category Cc), exactly: one regex search instead of a
@@ -199,6 +202,12 @@ class Policies:
     pool: str = "default"
     notify_url: str = ""
     """Where this job's notifications go; empty: its tenant's webhook (if it has one)."""
+    deadline: timedelta | None = None
+    """Each scheduled run must have succeeded this long after its instant (smear counts
+    against it); a run that has not is marked and announced once. None: no deadline."""
+    notify_after_failures: int = 0
+    """Announce when this many runs in a row end dead or needing review, and the next
+    success after that; 0: never."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_attempts <= MAX_ATTEMPTS:
@@ -225,6 +234,15 @@ class Policies:
             raise InvalidArgument("policies.priority", "must fit in 32 bits")
         if self.notify_url:
             check_webhook_url("policies.notify_url", self.notify_url)
+        if self.deadline is not None and not MIN_DEADLINE <= self.deadline <= MAX_DEADLINE:
+            raise InvalidArgument("policies.deadline", "must be between 1s and 366 days")
+        if self.deadline is not None and self.deadline % timedelta(milliseconds=1):
+            raise InvalidArgument("policies.deadline", "must be whole milliseconds")
+        if not 0 <= self.notify_after_failures <= MAX_NOTIFY_AFTER_FAILURES:
+            raise InvalidArgument(
+                "policies.notify_after_failures",
+                f"{self.notify_after_failures} is not in 0-{MAX_NOTIFY_AFTER_FAILURES}",
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,6 +65,17 @@ class Webhook:
     secret_rotated_at: datetime | None
 
 
+class NotificationEvent:
+    """What a notification announces besides a run's status: plain strings, as stored."""
+
+    DEADLINE_MISSED = "deadline_missed"
+    """A run had not succeeded by its job's deadline (sent once per run)."""
+    FAILING = "failing"
+    """A job's runs ended dead or needing review `notify_after_failures` times in a row."""
+    RECOVERED = "recovered"
+    """A job that was announced failing succeeded again."""
+
+
 class DeliveryState:
     """Where one notification is: a plain string so the store and explain agree on the words."""
 
@@ -90,3 +101,5 @@ class Delivery:
     delivered_at: datetime | None
     last_error: str | None
     last_status_code: int | None
+    event: str | None = None
+    """None: it announces `status`; else the event (`NotificationEvent`)."""

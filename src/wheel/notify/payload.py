@@ -6,6 +6,9 @@
                    "attempts": 3, "error": "ConnectionError: ..."},
      "summary": "failed all 3 attempts (last error: ...); retry it with ..."}
 
+A missed deadline, a failure streak and a recovery add their own fields and
+replace `type` and `summary` (`wheel.notify.events`).
+
 `id` stays the same on every try of one notification: receivers deduplicate
 by it (delivery is at least once). `error` is the first line of the error
 recorded; `wheel executions get` has it whole.
@@ -19,6 +22,7 @@ from typing import Any
 
 from wheel.errors import first_line
 from wheel.model.summaries import settled
+from wheel.notify.events import event_fields
 from wheel.store.outbox import Due
 
 
@@ -42,6 +46,7 @@ def document(due: Due) -> dict[str, Any]:
             "error": first_line(due.error) or None,
         },
         "summary": settled(due.status, attempt=due.attempt, error=due.error, reason=due.reason),
+        **event_fields(due),
     }
 
 

@@ -197,6 +197,7 @@ class Materialiser:
                         keep,
                         plan.fire_at(key.scheduled_for),
                         job.spec.policies.priority,
+                        job.spec.policies.deadline,
                     )
                 )
                 report.carried += keep

@@ -10,6 +10,8 @@ from an engine snapshot at scrape time, so nothing is kept twice.
     wheel_refused_reports_total{kind,reason}  counter  results/heartbeats refused
     wheel_executions_skipped_total{reason}    counter  runs skipped: overlap, misfire, superseded
     wheel_nodes_lost_total            counter    nodes gone without stopping, as recorded here
+    wheel_deadlines_missed_total      counter    runs marked as past their deadline without
+                                                 a success, by the node that marked them
     wheel_unserved{task_type}         gauge      due runs no connected executor serves
     wheel_claim_batch_size            histogram  occurrences per claim statement
     wheel_claim_seconds               histogram  claim statement latency
@@ -100,6 +102,12 @@ class NodeMetrics:
             "wheel_nodes_lost",
             "Nodes this node recorded lost: gone without stopping (killed, frozen, cut off from"
             " etcd). One node records each loss, so sum over nodes.",
+            registry=r,
+        )
+        self.deadlines_missed = CounterMetric(
+            "wheel_deadlines_missed",
+            "Runs this node marked as past their job's deadline without a success (each run"
+            " is marked once, by one node: sum over nodes).",
             registry=r,
         )
         self.claim_size = Histogram("wheel_claim_batch_size", "Occurrences per claim.",

@@ -36,6 +36,7 @@ from wheel.notify.sender import Sender
 from wheel.probes import Probes
 from wheel.scheduler.clock import measure
 from wheel.scheduler.config import SchedulerConfig
+from wheel.scheduler.deadlines import DeadlineSweep
 from wheel.scheduler.durability import DurabilityWatch
 from wheel.scheduler.engine import Engine
 from wheel.scheduler.http_runner import HttpRunner
@@ -81,6 +82,8 @@ class _Running:
     durability: DurabilityWatch
     resources: contextlib.AsyncExitStack
     """Closes the stores, etcd and the server, in reverse order."""
+    deadlines: DeadlineSweep
+    """Marks missed deadlines and announces failure streaks of the owned partitions."""
 
 
 class SchedulerNode:
@@ -217,6 +220,9 @@ class SchedulerNode:
                 metrics=metrics,
                 durability=durability,
                 resources=resources.pop_all(),
+                deadlines=DeadlineSweep(
+                    store.deadlines, owned=engine.owned, metrics=metrics, node_id=config.node_id
+                ),
             )
         engine.start()
         try:
@@ -233,6 +239,7 @@ class SchedulerNode:
             every("window", config.load_interval_s, loader.tick),
             every("catch-up", config.catch_up_interval_s, self._catch_up),
             every("reaper", config.reap_interval_s, self._reap),
+            every("deadlines", config.reap_interval_s, running.deadlines.run),
             every("materialiser", config.materialise_interval_s, self._materialise),
             every("retention", _MAINTAIN_INTERVAL_S, self._maintain),
             every("notifications", config.notify_poll_s, self._notify),

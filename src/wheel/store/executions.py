@@ -82,6 +82,8 @@ def execution_from_row(row: dict[str, Any], attempts: tuple[Attempt, ...] = ()) 
         dispatched_at=row["dispatched_at"],
         claimed_by=row["claimed_by"],
         retries=_retries(row.get("retries")),
+        deadline_at=row.get("deadline_at"),
+        deadline_missed_at=row.get("deadline_missed_at"),
     )
 
 
@@ -199,7 +201,9 @@ class Executions:
             await cursor.execute(sql("attention"), params)
             rows = await cursor.fetchall()
         return {
-            JobId(row["job_id"]): RunsToWatch(row["due"], row["overdue"], row["failing"])
+            JobId(row["job_id"]): RunsToWatch(
+                row["due"], row["overdue"], row["failing"], deadline_missed=row["deadline_missed"]
+            )
             for row in rows
         }
 

@@ -100,6 +100,8 @@ def _policy_params(policies: Policies) -> dict[str, Any]:
         "priority": policies.priority,
         "pool": policies.pool,
         "notify_url": policies.notify_url,
+        "deadline_ms": _ms(policies.deadline) if policies.deadline is not None else None,
+        "notify_after_failures": policies.notify_after_failures,
     }
 
 
@@ -137,6 +139,8 @@ def job_from_row(row: dict[str, Any]) -> Job:
             priority=row["priority"],
             pool=row["pool"],
             notify_url=row["notify_url"],
+            deadline=row["deadline_ms"] * ms if row["deadline_ms"] is not None else None,
+            notify_after_failures=row["notify_after_failures"],
         ),
         http=(
             HttpTask(row["http_url"], row["http_retry_client_errors"]) if row["http_url"] else None
@@ -191,7 +195,7 @@ _JOB_COLUMNS = (
     "backoff_base_ms", "backoff_cap_ms", "idempotent", "misfire", "misfire_grace_ms",
     "misfire_replay_cap", "overlap", "timeout_ms", "priority", "pool",
     "notify_url", "http_url", "http_retry_client_errors", "every_ms", "anchor",
-    "interval_dst",
+    "interval_dst", "deadline_ms", "notify_after_failures",
 )  # fmt: skip
 """The columns of insert_jobs, each sent as one array."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from psycopg.rows import dict_row
 
@@ -30,6 +30,8 @@ class Carry:
     """True: the new version has this run too (it moves to the version); False: superseded."""
     fire_at: datetime
     priority: int
+    deadline: timedelta | None = None
+    """The new version's deadline: a kept scheduled run not yet marked missed gets it."""
 
 
 class Materialising:
@@ -99,6 +101,10 @@ class Materialising:
                         "keep": [d.keep for d in day],
                         "fire_ats": [d.fire_at for d in day],
                         "priorities": [d.priority for d in day],
+                        "deadline_ms": [
+                            d.deadline // timedelta(milliseconds=1) if d.deadline else None
+                            for d in day
+                        ],
                         **span([d.key.scheduled_for for d in day]),
                     },
                     prepare=False,  # planned as the one day partition: see days

@@ -43,6 +43,14 @@ class Due:
     """This try's number (the first is 1): it fences the outcome."""
     secrets: tuple[str, ...]
     """The tenant's secret, then the previous one within a day of a rotation."""
+    event: str | None = None
+    """None: it announces the run's status; else 'deadline_missed', 'failing' or 'recovered'."""
+    deadline_at: datetime | None = None
+    """A missed deadline's instant."""
+    streak: int | None = None
+    """A failure streak's length (its runs that ended dead or needing review)."""
+    streak_from: datetime | None = None
+    """The instant of a failure streak's first run."""
 
 
 def _due(row: dict[str, Any]) -> Due:
@@ -59,6 +67,10 @@ def _due(row: dict[str, Any]) -> Due:
         created_at=row["created_at"],
         tries=row["tries"],
         secrets=tuple(s for s in (row["secret"], row["previous_secret"]) if s),
+        event=row["event"],
+        deadline_at=row["deadline_at"],
+        streak=row["streak"],
+        streak_from=row["streak_from"],
     )
 
 
@@ -80,6 +92,7 @@ def _delivery(row: dict[str, Any]) -> Delivery:
         delivered_at=row["delivered_at"] or row["gave_up_at"],
         last_error=row["last_error"],
         last_status_code=row["last_status_code"],
+        event=row["event"],
     )
 
 

@@ -113,6 +113,13 @@ CREATE TABLE jobs (
     every_ms            bigint CHECK (every_ms BETWEEN 1000 AND 31622400000),
     anchor              timestamptz,
     interval_dst        text NOT NULL DEFAULT 'elapsed' CHECK (interval_dst IN ('elapsed', 'wall')),
+    -- Each scheduled run must have succeeded this long after its instant (NULL: no
+    -- deadline); told after this many runs in a row ended dead or needing review (0:
+    -- never); the first run of the failure streak it was told of (NULL: none open).
+    deadline_ms         bigint CHECK (deadline_ms BETWEEN 1000 AND 31622400000),
+    notify_after_failures integer NOT NULL DEFAULT 0
+                        CHECK (notify_after_failures BETWEEN 0 AND 1000),
+    failing_since       timestamptz,
     CHECK ((schedule_kind = 'at') = (run_at IS NOT NULL)),
     CHECK ((schedule_kind = 'cron') = (cron IS NOT NULL)),
     CONSTRAINT jobs_interval_every CHECK ((schedule_kind = 'interval') = (every_ms IS NOT NULL))
@@ -173,6 +180,10 @@ CREATE TABLE executions (
     -- A person's retries, oldest first: {"at", "by" (the API token's name),
     -- "after_attempt"}. Each starts a new try with the job's max_attempts.
     retries         jsonb NOT NULL DEFAULT '[]',
+    -- Its deadline (scheduled runs of jobs with one only, stamped when made; NULL
+    -- otherwise), and when its partition's owner marked it missed (wheel_mark_deadlines).
+    deadline_at     timestamptz,
+    deadline_missed_at timestamptz,
     PRIMARY KEY (job_id, scheduled_for),
     CHECK ((status IN ('dispatched', 'running')) = (lease_until IS NOT NULL))
 ) PARTITION BY RANGE (scheduled_for);
@@ -921,6 +932,14 @@ CREATE TABLE notifications (
     gave_up_at          timestamptz,
     last_error          text,
     last_status_code    integer,
+    -- NULL: it announces the run's status (the trigger's). Otherwise the event: a missed
+    -- deadline (with the deadline), or a job's failure streak or its recovery (with the
+    -- streak's length and its first run's instant; the run is the streak's latest, or
+    -- the success that ended it).
+    event               text CHECK (event IN ('deadline_missed', 'failing', 'recovered')),
+    deadline_at         timestamptz,
+    streak              integer,
+    streak_from         timestamptz,
     CHECK (delivered_at IS NULL OR gave_up_at IS NULL)
 );
 -- The senders' path: what is due, soonest first.
@@ -958,3 +977,173 @@ CREATE TRIGGER executions_notify_update AFTER UPDATE OF status ON executions
     FOR EACH ROW WHEN (NEW.status IN ('dead', 'needs_review', 'skipped')
                        AND OLD.status IS DISTINCT FROM NEW.status)
     EXECUTE FUNCTION wheel_notify_run();
+
+-- Deadlines and failure streaks (wheel.notify.deadlines).
+-- The jobs a streak sweep reads: those that ask, or still have a streak to close.
+CREATE INDEX jobs_watch_failures ON jobs (partition)
+    WHERE notify_after_failures > 0 OR failing_since IS NOT NULL;
+
+-- The deadline sweep's path: runs that can still miss their deadline (with one, not
+-- marked, neither skipped nor cancelled, not succeeded in time).
+CREATE INDEX executions_deadlines ON executions (partition, deadline_at)
+    WHERE deadline_at IS NOT NULL AND deadline_missed_at IS NULL
+      AND status NOT IN ('skipped', 'cancelled')
+      AND (status <> 'succeeded' OR finished_at > deadline_at);
+
+-- Mark the runs of owned partitions whose deadline passed without a success, one UTC
+-- day per statement (see executions), each marked once and its notification written in
+-- the same statement. Epoch-fenced like a claim. Returns how many it marked.
+CREATE FUNCTION wheel_mark_deadlines(p_partitions integer[], p_epochs bigint[])
+RETURNS bigint LANGUAGE plpgsql VOLATILE
+SET plan_cache_mode = force_custom_plan  -- one day partition, no run-time pruning: see executions
+AS $$
+DECLARE
+    v_day timestamptz;
+    v_first timestamptz;
+    v_last timestamptz;
+    v_marked bigint := 0;
+    v_count bigint;
+BEGIN
+    FOR v_day IN
+        SELECT DISTINCT date_trunc('day', e.scheduled_for, 'UTC')
+        FROM executions e
+        WHERE e.partition = ANY(p_partitions)
+          AND e.deadline_at < clock_timestamp()
+          AND e.deadline_at IS NOT NULL AND e.deadline_missed_at IS NULL
+          AND e.status NOT IN ('skipped', 'cancelled')
+          AND (e.status <> 'succeeded' OR e.finished_at > e.deadline_at)
+        ORDER BY 1
+    LOOP
+        v_first := v_day;
+        v_last := v_day + interval '1 day' - interval '1 microsecond';
+        WITH owned AS (
+            SELECT pe.partition
+            FROM partition_epochs pe
+            JOIN unnest(p_partitions, p_epochs) AS mine (partition, epoch)
+              ON pe.partition = mine.partition AND pe.epoch = mine.epoch
+            FOR SHARE OF pe
+        ), marked AS (
+            UPDATE executions e
+            SET deadline_missed_at = clock_timestamp()
+            WHERE e.partition IN (SELECT o.partition FROM owned o)
+              AND e.scheduled_for BETWEEN v_first AND v_last
+              AND e.deadline_at < clock_timestamp()
+              AND e.deadline_at IS NOT NULL AND e.deadline_missed_at IS NULL
+              AND e.status NOT IN ('skipped', 'cancelled')
+              AND (e.status <> 'succeeded' OR e.finished_at > e.deadline_at)
+            RETURNING e.job_id, e.scheduled_for, e.tenant_id, e.status, e.reason, e.attempt,
+                      e.retries, e.error, e.deadline_at
+        ), told AS (
+            INSERT INTO notifications (tenant_id, job_id, scheduled_for, status, reason, attempt,
+                                       error, url, event, deadline_at)
+            SELECT m.tenant_id, m.job_id, m.scheduled_for, m.status, m.reason,
+                   m.attempt - coalesce((m.retries -> -1 ->> 'after_attempt')::integer, 0),
+                   left(m.error, 4000), coalesce(nullif(j.notify_url, ''), t.notify_url),
+                   'deadline_missed', m.deadline_at
+            FROM marked m
+            JOIN jobs j ON j.id = m.job_id
+            JOIN tenants t ON t.id = j.tenant_id
+            WHERE coalesce(nullif(j.notify_url, ''), t.notify_url) IS NOT NULL
+        )
+        SELECT count(*) INTO v_count FROM marked;
+        v_marked := v_marked + v_count;
+    END LOOP;
+    RETURN v_marked;
+END
+$$;
+
+-- For the jobs of owned partitions that ask to be told of failure streaks: when a job's
+-- latest `notify_after_failures` finished runs (dead, needs_review or succeeded, in
+-- order of scheduled_for) all failed and no streak of it was announced, announce one
+-- ('failing'); when a streak was announced and its latest finished run succeeded,
+-- announce the recovery ('recovered'). Runs still pending or in flight count for
+-- neither. It reads executions and locks only jobs rows (the announcement is a guarded
+-- update of failing_since, so two passes never announce twice). Returns each
+-- announcement (its notification is written only where the job has a webhook).
+CREATE FUNCTION wheel_check_streaks(p_partitions integer[], p_epochs bigint[])
+RETURNS TABLE (event text, job_id uuid, streak integer) LANGUAGE plpgsql VOLATILE
+AS $$
+#variable_conflict use_column
+DECLARE
+    j record;
+    v_latest record;
+    v_failed integer;
+    v_finished integer;
+    v_first timestamptz;
+    v_streak integer;
+BEGIN
+    FOR j IN
+        SELECT jb.id, jb.tenant_id, jb.notify_after_failures AS n, jb.failing_since,
+               coalesce(nullif(jb.notify_url, ''), t.notify_url) AS url
+        FROM jobs jb
+        JOIN tenants t ON t.id = jb.tenant_id
+        JOIN partition_epochs pe ON pe.partition = jb.partition
+        JOIN unnest(p_partitions, p_epochs) AS mine (partition, epoch)
+          ON mine.partition = pe.partition AND mine.epoch = pe.epoch
+        WHERE jb.partition = ANY(p_partitions)
+          AND (jb.notify_after_failures > 0 OR jb.failing_since IS NOT NULL)
+          AND jb.status <> 'deleted'
+    LOOP
+        SELECT x.scheduled_for, x.status, x.reason, x.attempt, x.retries, x.error
+        INTO v_latest
+        FROM executions x
+        WHERE x.job_id = j.id AND x.status IN ('succeeded', 'dead', 'needs_review')
+        ORDER BY x.scheduled_for DESC
+        LIMIT 1;
+        CONTINUE WHEN NOT FOUND;
+        IF j.failing_since IS NULL THEN
+            CONTINUE WHEN j.n = 0 OR v_latest.status = 'succeeded';
+            SELECT count(*) FILTER (WHERE r.status <> 'succeeded'), count(*), min(r.scheduled_for)
+            INTO v_failed, v_finished, v_first
+            FROM (
+                SELECT x.status, x.scheduled_for
+                FROM executions x
+                WHERE x.job_id = j.id AND x.status IN ('succeeded', 'dead', 'needs_review')
+                ORDER BY x.scheduled_for DESC
+                LIMIT j.n
+            ) r;
+            CONTINUE WHEN v_finished < j.n OR v_failed < j.n;
+            -- The whole streak: back to the success before it (at most 10000 runs back).
+            SELECT count(*) FILTER (WHERE r.ok_after = 0), min(r.scheduled_for) FILTER (WHERE r.ok_after = 0)
+            INTO v_streak, v_first
+            FROM (
+                SELECT s.scheduled_for,
+                       count(*) FILTER (WHERE s.status = 'succeeded')
+                           OVER (ORDER BY s.scheduled_for DESC) AS ok_after
+                FROM (
+                    SELECT x.status, x.scheduled_for
+                    FROM executions x
+                    WHERE x.job_id = j.id AND x.status IN ('succeeded', 'dead', 'needs_review')
+                    ORDER BY x.scheduled_for DESC
+                    LIMIT 10000
+                ) s
+            ) r;
+            UPDATE jobs SET failing_since = v_first WHERE id = j.id AND failing_since IS NULL;
+            CONTINUE WHEN NOT FOUND;
+            event := 'failing';
+        ELSE
+            CONTINUE WHEN v_latest.status <> 'succeeded';
+            SELECT count(*)::integer INTO v_streak
+            FROM executions x
+            WHERE x.job_id = j.id AND x.status IN ('dead', 'needs_review')
+              AND x.scheduled_for >= j.failing_since AND x.scheduled_for < v_latest.scheduled_for;
+            v_first := j.failing_since;
+            UPDATE jobs SET failing_since = NULL
+            WHERE id = j.id AND failing_since = j.failing_since;
+            CONTINUE WHEN NOT FOUND;
+            event := 'recovered';
+        END IF;
+        IF j.url IS NOT NULL THEN
+            INSERT INTO notifications (tenant_id, job_id, scheduled_for, status, reason, attempt,
+                                       error, url, event, streak, streak_from)
+            VALUES (j.tenant_id, j.id, v_latest.scheduled_for, v_latest.status, v_latest.reason,
+                    v_latest.attempt
+                        - coalesce((v_latest.retries -> -1 ->> 'after_attempt')::integer, 0),
+                    left(v_latest.error, 4000), j.url, event, v_streak, v_first);
+        END IF;
+        job_id := j.id;
+        streak := v_streak;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;

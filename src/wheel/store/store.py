@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from wheel.store.clock import DatabaseClock
+from wheel.store.deadlines import Deadlines
 from wheel.store.durability import DurabilityReader
 from wheel.store.executions import Executions
 from wheel.store.jobs import Jobs
@@ -37,6 +38,7 @@ class Store:
     durability: DurabilityReader
     webhooks: Webhooks
     outbox: Outbox
+    deadlines: Deadlines
 
     @classmethod
     def over(cls, pool: Pool) -> Store:
@@ -54,6 +56,7 @@ class Store:
             durability=DurabilityReader(pool),
             webhooks=Webhooks(pool),
             outbox=Outbox(pool),
+            deadlines=Deadlines(pool),
         )
 
     @classmethod

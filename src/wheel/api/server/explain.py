@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 
 from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel.api import convert
+from wheel.api.server.explain_deadlines import deadline_clause, deadline_step
 from wheel.api.server.served import ServedView
 from wheel.api.server.waiting import Waiting, WaitingReader, when
 from wheel.coordinator.etcd import Etcd
@@ -118,8 +119,10 @@ class Explainer:
             result.execution.CopyFrom(convert.execution_to(execution))
             for delivery in await self._store.outbox.of_run(tenant, key):
                 _notified(result, delivery)
+            deadline_step(result, execution)
             self._path(result, execution, job.spec.policies.max_attempts)
             verdict, summary = await self._state(result, job, execution)
+            summary += deadline_clause(execution)
         result.verdict = verdict
         result.summary = summary
         return result
@@ -313,7 +316,7 @@ class Explainer:
 
 def _notified(result: api.Explanation, delivery: Delivery) -> None:
     """A step for one notification of the run: sent, given up, or still being tried."""
-    about = f"{delivery.status.value} to {redacted(delivery.url)}"
+    about = f"{delivery.event or delivery.status.value} to {redacted(delivery.url)}"
     tries = f"{delivery.tries} {'try' if delivery.tries == 1 else 'tries'}"
     if delivery.state == DeliveryState.DELIVERED:
         code = f"HTTP {delivery.last_status_code}" if delivery.last_status_code else "sent"

@@ -63,6 +63,7 @@ def _attention_to(message: pb.Job, found: Attention) -> None:
                 overdue=found.overdue,
                 failing=found.failing,
                 summary=found.summary,
+                deadline_missed=found.deadline_missed,
             )
         )
 

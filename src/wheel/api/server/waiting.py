@@ -327,15 +327,17 @@ class Attention:
     unserved: int = 0
     overdue: int = 0
     failing: int = 0
+    deadline_missed: int = 0
 
     @property
     def needed(self) -> bool:
-        return bool(self.unserved or self.overdue or self.failing)
+        return bool(self.unserved or self.overdue or self.failing or self.deadline_missed)
 
     @property
     def summary(self) -> str:
-        """'3 unserved, 1 overdue, 2 failing', naming only what is there."""
+        """'3 unserved, 1 overdue, 2 failing, 1 missed deadline', naming only what is there."""
         parts = [(self.unserved, "unserved"), (self.overdue, "overdue"), (self.failing, "failing")]
+        parts.append((self.deadline_missed, "missed deadline"))
         return ", ".join(f"{n} {word}" for n, word in parts if n)
 
 
@@ -345,9 +347,10 @@ def attention(job: Job, counts: RunsToWatch | None, served: Served | None) -> At
     those due over OVERDUE_AFTER_S are overdue; a paused job's runs wait by choice."""
     if counts is None or job.status is JobStatus.DELETED:
         return Attention()
+    missed = counts.deadline_missed
     if job.status is JobStatus.PAUSED:
-        return Attention(failing=counts.failing)
+        return Attention(failing=counts.failing, deadline_missed=missed)
     pool, task_type = job.spec.policies.pool, job.spec.task_type
     if served is not None and served.unserved(pool, task_type) is not None:
-        return Attention(unserved=counts.due, failing=counts.failing)
-    return Attention(overdue=counts.overdue, failing=counts.failing)
+        return Attention(unserved=counts.due, failing=counts.failing, deadline_missed=missed)
+    return Attention(overdue=counts.overdue, failing=counts.failing, deadline_missed=missed)

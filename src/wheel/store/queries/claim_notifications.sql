@@ -20,4 +20,5 @@ RETURNING n.id, n.tenant_id, n.job_id, n.scheduled_for, n.status::text AS status
           (SELECT j.name FROM jobs j WHERE j.id = n.job_id) AS job_name,
           t.notify_secret AS secret,
           CASE WHEN t.notify_secret_rotated_at > clock_timestamp() - interval '1 day'
-               THEN t.notify_secret_previous END AS previous_secret
+               THEN t.notify_secret_previous END AS previous_secret,
+          n.event, n.deadline_at, n.streak, n.streak_from

@@ -8,10 +8,15 @@ SET job_version = u.version,
     priority = u.priority,
     status = CASE WHEN u.keep THEN e.status ELSE 'skipped' END,
     reason = CASE WHEN u.keep THEN e.reason ELSE 'superseded' END,
-    finished_at = CASE WHEN u.keep THEN e.finished_at ELSE now() END
+    finished_at = CASE WHEN u.keep THEN e.finished_at ELSE now() END,
+    -- A kept scheduled run has the new version's deadline, unless it missed one already.
+    deadline_at = CASE WHEN u.keep AND e.trigger = 'schedule' AND e.deadline_missed_at IS NULL
+                       THEN e.scheduled_for + make_interval(secs => u.deadline_ms / 1000.0)
+                       ELSE e.deadline_at END
 FROM unnest(%(job_ids)s::uuid[], %(scheduled_fors)s::timestamptz[], %(versions)s::bigint[],
-            %(keep)s::boolean[], %(fire_ats)s::timestamptz[], %(priorities)s::integer[])
-     AS u (job_id, scheduled_for, version, keep, fire_at, priority)
+            %(keep)s::boolean[], %(fire_ats)s::timestamptz[], %(priorities)s::integer[],
+            %(deadline_ms)s::bigint[])
+     AS u (job_id, scheduled_for, version, keep, fire_at, priority, deadline_ms)
 WHERE e.job_id = u.job_id AND e.scheduled_for = u.scheduled_for
   AND e.scheduled_for BETWEEN %(first)s AND %(last)s
   AND e.status = 'pending'

@@ -10,7 +10,8 @@ SET name = %(name)s, task_type = %(task_type)s, payload = %(payload)s,
     overlap = %(overlap)s, timeout_ms = %(timeout_ms)s, priority = %(priority)s,
     pool = %(pool)s, notify_url = %(notify_url)s, http_url = %(http_url)s,
     http_retry_client_errors = %(http_retry_client_errors)s,
-    every_ms = %(every_ms)s, anchor = %(anchor)s, interval_dst = %(interval_dst)s, version = version + 1, updated_at = now()
+    every_ms = %(every_ms)s, anchor = %(anchor)s, interval_dst = %(interval_dst)s,
+    deadline_ms = %(deadline_ms)s, notify_after_failures = %(notify_after_failures)s, version = version + 1, updated_at = now()
 WHERE id = %(id)s AND tenant_id = %(tenant_id)s AND version = %(expected_version)s
   AND status <> 'deleted'
 RETURNING *

@@ -164,7 +164,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., backoff_base: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., backoff_cap: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class JobPolicies(_message.Message):
-    __slots__ = ("retry", "idempotent", "misfire", "misfire_grace", "misfire_replay_cap", "overlap", "timeout", "priority", "pool", "notify_url")
+    __slots__ = ("retry", "idempotent", "misfire", "misfire_grace", "misfire_replay_cap", "overlap", "timeout", "priority", "pool", "notify_url", "deadline", "notify_after_failures")
     RETRY_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENT_FIELD_NUMBER: _ClassVar[int]
     MISFIRE_FIELD_NUMBER: _ClassVar[int]
@@ -175,6 +175,8 @@ class JobPolicies(_message.Message):
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     POOL_FIELD_NUMBER: _ClassVar[int]
     NOTIFY_URL_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_FIELD_NUMBER: _ClassVar[int]
+    NOTIFY_AFTER_FAILURES_FIELD_NUMBER: _ClassVar[int]
     retry: RetryPolicy
     idempotent: bool
     misfire: MisfirePolicy
@@ -185,7 +187,9 @@ class JobPolicies(_message.Message):
     priority: int
     pool: str
     notify_url: str
-    def __init__(self, retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: _Optional[bool] = ..., misfire: _Optional[_Union[MisfirePolicy, str]] = ..., misfire_grace: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., misfire_replay_cap: _Optional[int] = ..., overlap: _Optional[_Union[OverlapPolicy, str]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., priority: _Optional[int] = ..., pool: _Optional[str] = ..., notify_url: _Optional[str] = ...) -> None: ...
+    deadline: _duration_pb2.Duration
+    notify_after_failures: int
+    def __init__(self, retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: _Optional[bool] = ..., misfire: _Optional[_Union[MisfirePolicy, str]] = ..., misfire_grace: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., misfire_replay_cap: _Optional[int] = ..., overlap: _Optional[_Union[OverlapPolicy, str]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., priority: _Optional[int] = ..., pool: _Optional[str] = ..., notify_url: _Optional[str] = ..., deadline: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., notify_after_failures: _Optional[int] = ...) -> None: ...
 
 class Job(_message.Message):
     __slots__ = ("id", "name", "task_type", "payload", "schedule", "policies", "status", "version", "created_at", "updated_at", "warnings", "last_run", "next_run_at", "http", "attention", "pause_note", "paused_by", "paused_at")
@@ -228,16 +232,18 @@ class Job(_message.Message):
     def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., task_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., policies: _Optional[_Union[JobPolicies, _Mapping]] = ..., status: _Optional[_Union[JobStatus, str]] = ..., version: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., last_run: _Optional[_Union[LastRun, _Mapping]] = ..., next_run_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., http: _Optional[_Union[HttpTask, _Mapping]] = ..., attention: _Optional[_Union[JobAttention, _Mapping]] = ..., pause_note: _Optional[str] = ..., paused_by: _Optional[str] = ..., paused_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class JobAttention(_message.Message):
-    __slots__ = ("unserved", "overdue", "failing", "summary")
+    __slots__ = ("unserved", "overdue", "failing", "summary", "deadline_missed")
     UNSERVED_FIELD_NUMBER: _ClassVar[int]
     OVERDUE_FIELD_NUMBER: _ClassVar[int]
     FAILING_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_MISSED_FIELD_NUMBER: _ClassVar[int]
     unserved: int
     overdue: int
     failing: int
     summary: str
-    def __init__(self, unserved: _Optional[int] = ..., overdue: _Optional[int] = ..., failing: _Optional[int] = ..., summary: _Optional[str] = ...) -> None: ...
+    deadline_missed: int
+    def __init__(self, unserved: _Optional[int] = ..., overdue: _Optional[int] = ..., failing: _Optional[int] = ..., summary: _Optional[str] = ..., deadline_missed: _Optional[int] = ...) -> None: ...
 
 class HttpTask(_message.Message):
     __slots__ = ("url", "retry_client_errors")
@@ -288,7 +294,7 @@ class Retry(_message.Message):
     def __init__(self, at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., by: _Optional[str] = ..., after_attempt: _Optional[int] = ...) -> None: ...
 
 class Execution(_message.Message):
-    __slots__ = ("id", "job_id", "job_version", "scheduled_for", "fire_at", "status", "reason", "attempt", "fence", "attempts", "trigger", "error", "created_at", "started_at", "finished_at", "executor_id", "priority", "retries", "waiting", "waiting_detail", "lateness_s", "not_late_because")
+    __slots__ = ("id", "job_id", "job_version", "scheduled_for", "fire_at", "status", "reason", "attempt", "fence", "attempts", "trigger", "error", "created_at", "started_at", "finished_at", "executor_id", "priority", "retries", "waiting", "waiting_detail", "lateness_s", "not_late_because", "deadline_at", "deadline_missed_at")
     ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -311,6 +317,8 @@ class Execution(_message.Message):
     WAITING_DETAIL_FIELD_NUMBER: _ClassVar[int]
     LATENESS_S_FIELD_NUMBER: _ClassVar[int]
     NOT_LATE_BECAUSE_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_AT_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_MISSED_AT_FIELD_NUMBER: _ClassVar[int]
     id: str
     job_id: str
     job_version: int
@@ -333,7 +341,9 @@ class Execution(_message.Message):
     waiting_detail: str
     lateness_s: float
     not_late_because: str
-    def __init__(self, id: _Optional[str] = ..., job_id: _Optional[str] = ..., job_version: _Optional[int] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fire_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[ExecutionStatus, str]] = ..., reason: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., trigger: _Optional[str] = ..., error: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., executor_id: _Optional[str] = ..., priority: _Optional[int] = ..., retries: _Optional[_Iterable[_Union[Retry, _Mapping]]] = ..., waiting: _Optional[str] = ..., waiting_detail: _Optional[str] = ..., lateness_s: _Optional[float] = ..., not_late_because: _Optional[str] = ...) -> None: ...
+    deadline_at: _timestamp_pb2.Timestamp
+    deadline_missed_at: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., job_id: _Optional[str] = ..., job_version: _Optional[int] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fire_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[ExecutionStatus, str]] = ..., reason: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., trigger: _Optional[str] = ..., error: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., executor_id: _Optional[str] = ..., priority: _Optional[int] = ..., retries: _Optional[_Iterable[_Union[Retry, _Mapping]]] = ..., waiting: _Optional[str] = ..., waiting_detail: _Optional[str] = ..., lateness_s: _Optional[float] = ..., not_late_because: _Optional[str] = ..., deadline_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deadline_missed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class NextRun(_message.Message):
     __slots__ = ("instant", "wall_time", "time_zone", "note")
