@@ -98,6 +98,9 @@ class ClaimState(enum.StrEnum):
     """It fires later than the claim allows (an edit or a retry moved it): left pending."""
     CAPPED = "capped"
     """Its tenant is at its in-flight cap (across the cluster): left pending."""
+    AT_KEY_LIMIT = "at_key_limit"
+    """Its concurrency key has its job's limit of runs in flight (across the tenant's jobs
+    and the cluster): left pending."""
 
 
 @dataclass(frozen=True, slots=True)

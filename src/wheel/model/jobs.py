@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from wheel.errors import InvalidArgument
+from wheel.model import concurrency
 from wheel.model.http_tasks import RESERVED_PREFIX, HttpTask
 from wheel.model.ids import JobId, PartitionId, TenantId
 from wheel.model.urls import check_webhook_url
@@ -138,6 +139,13 @@ class Policies:
     pool: str = "default"
     notify_url: str = ""
     """Where this job's notifications go; empty: its tenant's webhook (if it has one)."""
+    concurrency_key: str = ""
+    """At most `concurrency_limit` of the tenant's runs with this key in flight, whatever
+    their job (wheel.model.concurrency); "" for none."""
+    concurrency_key_field: str = ""
+    """Or the top-level field of the JSON payload the key is read from."""
+    concurrency_limit: int = 0
+    """1 or more with a key; 0 without one."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_attempts <= MAX_ATTEMPTS:
@@ -164,6 +172,9 @@ class Policies:
             raise InvalidArgument("policies.priority", "must fit in 32 bits")
         if self.notify_url:
             check_webhook_url("policies.notify_url", self.notify_url)
+        concurrency.check_policies(
+            self.concurrency_key, self.concurrency_key_field, self.concurrency_limit
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +208,8 @@ class JobSpec:
             )
         if len(self.payload) > MAX_PAYLOAD_BYTES:
             raise InvalidArgument("payload", f"larger than {MAX_PAYLOAD_BYTES} bytes")
+        if self.policies.concurrency_key_field:
+            concurrency.key_from_payload(self.payload, self.policies.concurrency_key_field)
 
 
 @dataclass(frozen=True, slots=True)

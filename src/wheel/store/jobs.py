@@ -95,6 +95,9 @@ def _policy_params(policies: Policies) -> dict[str, Any]:
         "priority": policies.priority,
         "pool": policies.pool,
         "notify_url": policies.notify_url,
+        "concurrency_key": policies.concurrency_key,
+        "concurrency_key_field": policies.concurrency_key_field,
+        "concurrency_limit": policies.concurrency_limit,
     }
 
 
@@ -129,6 +132,9 @@ def job_from_row(row: dict[str, Any]) -> Job:
             priority=row["priority"],
             pool=row["pool"],
             notify_url=row["notify_url"],
+            concurrency_key=row["concurrency_key"],
+            concurrency_key_field=row["concurrency_key_field"],
+            concurrency_limit=row["concurrency_limit"],
         ),
         http=(
             HttpTask(row["http_url"], row["http_retry_client_errors"]) if row["http_url"] else None
@@ -174,6 +180,7 @@ _JOB_COLUMNS = (
     "backoff_base_ms", "backoff_cap_ms", "idempotent", "misfire", "misfire_grace_ms",
     "misfire_replay_cap", "overlap", "timeout_ms", "priority", "pool",
     "notify_url", "http_url", "http_retry_client_errors",
+    "concurrency_key", "concurrency_key_field", "concurrency_limit",
 )  # fmt: skip
 """The columns of insert_jobs, each sent as one array."""
 
