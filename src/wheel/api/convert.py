@@ -278,6 +278,9 @@ def policies_from(message: pb.JobPolicies, field: str = "policies") -> mj.Polici
             priority=message.priority,
             pool=message.pool or defaults.pool,
             notify_url=message.notify_url,
+            concurrency_key=message.concurrency_key,
+            concurrency_key_field=message.concurrency_key_field,
+            concurrency_limit=message.concurrency_limit,
         ),
         field.removesuffix("policies"),
     )
@@ -368,6 +371,9 @@ def policies_to(policies: mj.Policies) -> pb.JobPolicies:
         priority=policies.priority,
         pool=policies.pool,
         notify_url=policies.notify_url,
+        concurrency_key=policies.concurrency_key,
+        concurrency_key_field=policies.concurrency_key_field,
+        concurrency_limit=policies.concurrency_limit,
     )
 
 
@@ -442,6 +448,7 @@ def execution_to(execution: mx.Execution) -> pb.Execution:
         message.retries.add(
             at=to_timestamp(retry.at), by=retry.by, after_attempt=retry.after_attempt
         )
+    message.concurrency_key = execution.concurrency_key or ""
     return message
 
 

@@ -153,6 +153,7 @@ def execution(message: pb.Execution) -> t.Execution:
         waiting_detail=_text(message.waiting_detail),
         lateness_s=message.lateness_s if message.HasField("lateness_s") else None,
         not_late_because=_text(message.not_late_because),
+        concurrency_key=_text(message.concurrency_key),
     )
 
 
@@ -199,6 +200,9 @@ def explanation(message: api.Explanation) -> t.Explanation:
             for step in message.steps
         ),
         execution=execution(message.execution) if message.HasField("execution") else None,
+        concurrency_key=_text(message.concurrency_key),
+        concurrency_limit=message.concurrency_limit or None,
+        key_holders=tuple(ExecutionId(run) for run in message.key_holders),
     )
 
 

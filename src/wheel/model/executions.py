@@ -258,6 +258,8 @@ class Execution:
     """The node that made the latest claim."""
     retries: tuple[Retry, ...] = ()
     """A person's retries, oldest first: each starts a new try with the job's attempts."""
+    concurrency_key: str | None = None
+    """The concurrency key it holds (wheel.model.concurrency); None without one."""
 
     @property
     def tries(self) -> int:
@@ -335,3 +337,15 @@ def lateness_s(execution: Timed) -> float | None:
     if execution.started_at is None or execution.status not in STARTED_AT_FIRE:
         return None
     return late_by_s(execution.fire_at, execution.started_at)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyHolders:
+    """A concurrency key's runs dispatched or running now, of one tenant."""
+
+    count: int
+    runs: tuple[ExecutionKey, ...]
+    """The first few of them to be handed over (at most `KEY_HOLDERS_NAMED`)."""
+
+
+KEY_HOLDERS_NAMED = 3

@@ -1,0 +1,2 @@
+-- local placeholder (never committed): another branch's migration
+SELECT 1;
