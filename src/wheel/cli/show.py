@@ -84,7 +84,20 @@ def describe_policies(p: Policies) -> str:
         f"(grace {span(p.misfire_grace)}, replay cap {p.misfire_replay_cap}), "
         f"overlap {p.overlap}, timeout {span(p.timeout)}, priority {p.priority}, pool {p.pool}"
         + (f", notifies {redacted(p.notify_url)}" if p.notify_url else "")
+        + describe_concurrency_key(p)
     )
+
+
+def describe_concurrency_key(p: Policies) -> str:
+    """', concurrency key 'billing' (limit 1)' or from the payload's field; '' without."""
+    if not p.concurrency_limit:
+        return ""
+    key = (
+        repr(p.concurrency_key)
+        if p.concurrency_key
+        else f"payload field {p.concurrency_key_field!r}"
+    )
+    return f", concurrency key {key} (limit {p.concurrency_limit})"
 
 
 def _payload(payload: bytes) -> str:
