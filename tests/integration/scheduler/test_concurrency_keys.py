@@ -105,9 +105,10 @@ async def test_two_nodes_never_run_more_of_a_key_than_its_limit(
         waiting = [k for k in runs["billing"] if k.id not in held]
         said = f"AT_KEY_LIMIT: key 'billing' has 1 of 1 running (run {held[0]})"
         async with asyncio.timeout(15):  # until it is due (and so waits for the key)
-            while (explained := await client.explain_execution(waiting[0].id)).verdict in (
-                Verdict.WAITING, Verdict.QUEUED
-            ):  # fmt: skip
+            while True:
+                explained = await client.explain_execution(waiting[0].id)
+                if explained.verdict not in (Verdict.WAITING, Verdict.QUEUED):
+                    break
                 await asyncio.sleep(0.1)  # a pending run's state, polled until it is due
         assert explained.verdict is Verdict.AT_KEY_LIMIT, explained.summary
         assert explained.summary == said
