@@ -187,3 +187,59 @@ async def test_a_job_without_a_key_holds_none(store: Store) -> None:
     at = datetime.now(UTC).replace(microsecond=0)
     await store.occurrences.insert([make.occurrence(job, at)])
     assert (await store.executions.get(owner.id, ExecutionKey(job.id, at))).concurrency_key is None
+
+
+async def _key_table_reads(store: Store) -> tuple[int, int, int]:
+    """concurrency_keys' scans and row writes so far, and executions' updates (a canary)."""
+    async with store.pool.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT coalesce(sum(seq_scan + coalesce(idx_scan, 0))"
+            "           FILTER (WHERE relname = 'concurrency_keys'), 0),"
+            "       coalesce(sum(n_tup_ins + n_tup_upd)"
+            "           FILTER (WHERE relname = 'concurrency_keys'), 0),"
+            "       coalesce(sum(n_tup_upd) FILTER (WHERE relname LIKE 'executions%'), 0)"
+            " FROM pg_stat_user_tables"
+        )
+        row = await cursor.fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1]), int(row[2])
+
+
+async def _claimed_and_recorded(
+    store: Store, database_dsn: str, keys: list[ExecutionKey]
+) -> tuple[int, int]:
+    """Claim and record `keys` on one backend of its own; how many scans and row writes of
+    concurrency_keys they cost, once that backend's statistics have been flushed."""
+    scans, writes, updated = await _key_table_reads(store)
+    node = await Store.open(database_dsn, min_size=1, max_size=1)
+    try:
+        outcome = await node.occurrences.claim_batch(keys, EPOCHS, lease_s=LEASE_S,
+                                                     ahead_s=AHEAD_S)  # fmt: skip
+        await node.occurrences.record_results(
+            [AttemptResult(c.key, c.fence, Outcome.SUCCEEDED) for c in outcome.claimed]
+        )
+        async with node.pool.connection() as conn:
+            await conn.execute("SELECT pg_stat_force_next_flush()")
+    finally:
+        await node.close()  # the backend ends: its statistics are flushed
+    async with asyncio.timeout(10):
+        while True:
+            now = await _key_table_reads(store)
+            if now[2] >= updated + 2 * len(keys):
+                return now[0] - scans, now[1] - writes
+            await asyncio.sleep(0.05)  # statistics reach shared memory on their own
+
+
+async def test_runs_without_a_key_never_touch_the_keys_counts(
+    store: Store, database_dsn: str
+) -> None:
+    owner = await store.tenants.create("free-of-keys")
+    at = datetime.now(UTC).replace(microsecond=0)
+    plain = [make.occurrence(await make.job(store, owner, partition=4), at) for _ in range(20)]
+    await store.occurrences.insert(plain)
+    await store.occurrences.set_epochs(EPOCHS, node_id="node-a")
+    assert await _claimed_and_recorded(store, database_dsn, [o.key for o in plain]) == (0, 0)
+    keyed = await keyed_runs(store, owner, 1)
+    scans, writes = await _claimed_and_recorded(store, database_dsn, keyed)
+    assert scans > 0, "a run with a key reads its key's count (the check sees it)"
+    assert writes >= 2, "made, counted up, counted down"
