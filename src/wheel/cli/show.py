@@ -233,6 +233,7 @@ def execution(console: Console, title: str, item: types.Execution) -> None:
             ("started", when(item.started_at)),
             ("late", _late(item)),
             ("finished", when(item.finished_at)),
+            ("concurrency key", item.concurrency_key),
         ],
     )
     if not item.attempts:

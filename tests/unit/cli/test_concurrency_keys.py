@@ -3,16 +3,24 @@ print, and the refusals naming the option."""
 
 from __future__ import annotations
 
+import io
+import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import click
 import pytest
 from click.testing import CliRunner, Result
+from rich.console import Console
 
 from tests.unit.client.fake_api import FakeApi, serving
 from tests.unit.client.helpers import TOKEN, seed_job
 from wheel.api.convert import policies_from, policies_to
+from wheel.cli import show
 from wheel.cli.jobs import jobs
+from wheel.client import types
+from wheel.model.executions import ExecutionStatus, Trigger
+from wheel.model.ids import ExecutionId, JobId
 from wheel.model.jobs import Policies
 
 WIDE = {"COLUMNS": "250", "WHEEL_ENDPOINTS": "", "WHEEL_TOKEN": ""}
@@ -97,3 +105,22 @@ def test_update_swaps_a_key_for_a_field_and_removes_it(address: str, api: FakeAp
         "", "", 0
     )  # fmt: skip
     assert api.jobs[seeded.id].policies.concurrency_limit == 0
+
+
+def test_a_held_run_shows_its_word_sentence_and_key() -> None:
+    job_id = JobId(uuid.uuid4())
+    now = datetime.now(UTC).replace(microsecond=0)
+    said = f"AT_KEY_LIMIT: key 'billing' has 1 of 1 running (run {job_id}@x)"
+    held = types.Execution(
+        id=ExecutionId(f"{job_id}@y"), job_id=job_id, job_version=1, scheduled_for=now,
+        fire_at=now, status=ExecutionStatus.PENDING, reason=None, attempt=0, fence=0,
+        trigger=Trigger.SCHEDULE, error=None, created_at=now - timedelta(hours=1),
+        started_at=None, finished_at=None, executor_id=None, priority=0,
+        waiting="at key limit", waiting_detail=said, concurrency_key="billing",
+    )  # fmt: skip
+    console = Console(file=io.StringIO(), width=250, color_system=None)
+    show.executions(console, types.Page(items=(held,), next_page_token=""))
+    show.execution(console, "execution", held)
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert f"at key limit: {said}" in text
+    assert "concurrency key │ billing" in text
