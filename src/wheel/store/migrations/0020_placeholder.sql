@@ -1,2 +1,0 @@
--- local placeholder (never committed): another branch's migration
-SELECT 1;
