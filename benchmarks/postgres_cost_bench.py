@@ -1,7 +1,7 @@
 """Postgres's cost per run of the store's hot path: time, CPU, WAL and row versions.
 
     PYTHONPATH=src:. .venv/bin/python benchmarks/postgres_cost_bench.py [--runs 20000]
-        [--batch 1000] [--fast] [--statements 12]
+        [--batch 1000] [--fast] [--statements 12] [--concurrency-keys K]
 
 Starts its own Postgres with pg_stat_statements (track all, planning too) and
 pg_walinspect, migrates, and drives the store's real statements in batches on
@@ -17,6 +17,8 @@ row versions written (pg_stat_user_tables: inserts, updates, HOT updates).
 Autovacuum is off: the last phase vacuums executions and attempts, the work
 autovacuum would do later for the dead row versions and index entries.
 Durable (fsync on) unless --fast. One warm-up round runs first, unmeasured.
+With --concurrency-keys K the one-offs hold K concurrency keys (the n-th job
+`key-<n mod K>`, a limit no claim reaches): the keyed path's price.
 """
 
 from __future__ import annotations
@@ -40,9 +42,10 @@ from benchmarks.cpu_accounting import tree_seconds
 from wheel import eventloop
 from wheel.api.server.registration import register_jobs
 from wheel.local import PostgresServer
+from wheel.model.concurrency import MAX_LIMIT
 from wheel.model.executions import AttemptResult, Fenced, NewOccurrence, Outcome
 from wheel.model.ids import ExecutionKey, JobId, PartitionId, TenantId, new_job_id, partition_of
-from wheel.model.jobs import JobSpec, Schedule, ScheduleKind
+from wheel.model.jobs import JobSpec, Policies, Schedule, ScheduleKind
 from wheel.store import Store, migrate
 from wheel.store.occurrences import ExecutorBinding
 
@@ -205,7 +208,7 @@ class Observer:
 
 async def round_of(
     store: Store, tenant: TenantId, runs: int, batch: int, at: datetime,
-    observer: Observer | None,
+    observer: Observer | None, concurrency_keys: int = 0,
 ) -> list[Phase]:  # fmt: skip
     """One pass over `runs` runs: register, insert, claim, heartbeat, record."""
     phases: list[Phase] = []
@@ -218,9 +221,12 @@ async def round_of(
 
     stamp = time.monotonic_ns()
     specs = [
-        JobSpec(f"one-off {stamp} {n}", "noop", Schedule(ScheduleKind.AT, at=at))
+        JobSpec(f"one-off {stamp} {n}", "noop", Schedule(ScheduleKind.AT, at=at),
+                policies=Policies(concurrency_key=f"key-{n % concurrency_keys}",
+                                  concurrency_limit=MAX_LIMIT)
+                if concurrency_keys else Policies())
         for n in range(runs)
-    ]
+    ]  # fmt: skip
     keys: list[ExecutionKey] = []
 
     async def register() -> None:
@@ -331,7 +337,7 @@ def report(phases: list[Phase], statements: int) -> None:
 
 async def bench(
     dsn: str, observer_dsn: str, postmaster: int, runs: int, batch: int, rounds: int,
-    perf: Path | None, setup: Sequence[str],
+    perf: Path | None, setup: Sequence[str], concurrency_keys: int = 0,
 ) -> list[list[Phase]]:  # fmt: skip
     await migrate(dsn)
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
@@ -354,10 +360,19 @@ async def bench(
             at = now.replace(microsecond=0) + timedelta(hours=2)
         observer = Observer(observer_dsn, store, backend, postmaster, perf)
         try:
-            await round_of(store, tenant.id, min(runs, 2 * batch), batch, at, None)  # warm-up
+            warm_up = min(runs, 2 * batch)
+            await round_of(store, tenant.id, warm_up, batch, at, None, concurrency_keys)
             await asyncio.sleep(1)
             return [
-                await round_of(store, tenant.id, runs, batch, at + timedelta(seconds=r), observer)
+                await round_of(
+                    store,
+                    tenant.id,
+                    runs,
+                    batch,
+                    at + timedelta(seconds=r),
+                    observer,
+                    concurrency_keys,
+                )
                 for r in range(1, rounds + 1)
             ]
         finally:
@@ -368,7 +383,7 @@ async def bench(
 
 def main(
     runs: int, batch: int, fast: bool, statements: int, rounds: int, perf: Path | None,
-    setup: Sequence[str],
+    setup: Sequence[str], concurrency_keys: int = 0,
 ) -> None:  # fmt: skip
     root = Path(tempfile.mkdtemp(prefix="wheel-pgcost-"))
     root.chmod(0o755)
@@ -402,6 +417,7 @@ def main(
                 rounds,
                 perf,
                 setup,
+                concurrency_keys,
             )
         )
     finally:
@@ -427,6 +443,10 @@ if __name__ == "__main__":
         "--setup-sql", action="append", default=[],
         help="a statement run after migrating (repeatable): to price a schema change",
     )  # fmt: skip
+    parser.add_argument(
+        "--concurrency-keys", type=int, default=0,
+        help="the one-offs hold this many concurrency keys (0: none), a limit never reached",
+    )  # fmt: skip
     args = parser.parse_args()
     main(args.runs, args.batch, args.fast, args.statements, args.rounds, args.perf,
-         args.setup_sql)  # fmt: skip
+         args.setup_sql, args.concurrency_keys)  # fmt: skip

@@ -348,6 +348,9 @@ def policies_from(message: pb.JobPolicies, field: str = "policies") -> mj.Polici
                 else None
             ),
             notify_after_failures=message.notify_after_failures,
+            concurrency_key=message.concurrency_key,
+            concurrency_key_field=message.concurrency_key_field,
+            concurrency_limit=message.concurrency_limit,
         ),
         field.removesuffix("policies"),
     )
@@ -457,6 +460,9 @@ def policies_to(policies: mj.Policies) -> pb.JobPolicies:
         notify_url=policies.notify_url,
         deadline=to_duration(policies.deadline) if policies.deadline is not None else None,
         notify_after_failures=policies.notify_after_failures,
+        concurrency_key=policies.concurrency_key,
+        concurrency_key_field=policies.concurrency_key_field,
+        concurrency_limit=policies.concurrency_limit,
     )
 
 
@@ -544,6 +550,7 @@ def execution_to(execution: mx.Execution) -> pb.Execution:
         )
     _set_time(message, "deadline_at", execution.deadline_at)
     _set_time(message, "deadline_missed_at", execution.deadline_missed_at)
+    message.concurrency_key = execution.concurrency_key or ""
     return message
 
 

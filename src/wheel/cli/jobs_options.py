@@ -229,6 +229,22 @@ POLICIES = (
         help="Announce when this many runs in a row end dead or needs_review, and the "
         "next success (0: never).",
     ),
+    click.option(
+        "--concurrency-key",
+        help="At most --concurrency-limit of the tenant's runs with this key run at once, "
+        "across all its jobs (the rest wait).",
+    ),
+    click.option(
+        "--concurrency-key-field",
+        help="Or read the key from this top-level field of the JSON payload.",
+    ),
+    click.option("--concurrency-limit", type=int, help="Runs with the key at once (1 or more)."),
+    click.option(
+        "--no-concurrency-key",
+        is_flag=True,
+        default=None,
+        help="Remove the job's concurrency key (update).",
+    ),
 )
 
 _POLICY_FIELDS = tuple(field.name for field in dataclasses.fields(Policies))
@@ -242,9 +258,24 @@ def policies(options: dict[str, Any], base: Policies) -> Policies | None:
         if "deadline" in changes:
             raise click.UsageError("give --deadline or --no-deadline, not both")
         changes["deadline"] = None
+    changes.update(_concurrency_key(options, changes))
     if not changes:
         return None
     for name, cls in _POLICY_ENUMS.items():
         if name in changes:
             changes[name] = cls(changes[name].lower())
     return dataclasses.replace(base, **changes)
+
+
+def _concurrency_key(options: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """A key given replaces a key field (and the other way round); --no-concurrency-key
+    removes both and the limit."""
+    if options.get("no_concurrency_key"):
+        if {"concurrency_key", "concurrency_key_field", "concurrency_limit"} & set(changes):
+            raise click.UsageError("--no-concurrency-key goes without the other key options")
+        return {"concurrency_key": "", "concurrency_key_field": "", "concurrency_limit": 0}
+    if "concurrency_key" in changes and "concurrency_key_field" not in changes:
+        return {"concurrency_key_field": ""}
+    if "concurrency_key_field" in changes and "concurrency_key" not in changes:
+        return {"concurrency_key": ""}
+    return {}

@@ -93,7 +93,20 @@ def describe_policies(p: Policies) -> str:
         + (f", notifies {redacted(p.notify_url)}" if p.notify_url else "")
         + (f", deadline {span(p.deadline)}" if p.deadline is not None else "")
         + (f", notify after {p.notify_after_failures} failures" if p.notify_after_failures else "")
+        + describe_concurrency_key(p)
     )
+
+
+def describe_concurrency_key(p: Policies) -> str:
+    """', concurrency key 'billing' (limit 1)' or from the payload's field; '' without."""
+    if not p.concurrency_limit:
+        return ""
+    key = (
+        repr(p.concurrency_key)
+        if p.concurrency_key
+        else f"payload field {p.concurrency_key_field!r}"
+    )
+    return f", concurrency key {key} (limit {p.concurrency_limit})"
 
 
 def _payload(payload: bytes) -> str:
@@ -254,6 +267,7 @@ def execution(console: Console, title: str, item: types.Execution) -> None:
             ("finished", when(item.finished_at)),
             ("deadline", when(item.deadline_at) if item.deadline_at else None),
             ("deadline missed", when(item.deadline_missed_at) if item.deadline_missed_at else None),
+            ("concurrency key", item.concurrency_key),
         ],
     )
     if not item.attempts:

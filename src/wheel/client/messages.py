@@ -163,6 +163,7 @@ def execution(message: pb.Execution) -> t.Execution:
         not_late_because=_text(message.not_late_because),
         deadline_at=_optional_time(message, "deadline_at"),
         deadline_missed_at=_optional_time(message, "deadline_missed_at"),
+        concurrency_key=_text(message.concurrency_key),
     )
 
 
@@ -209,6 +210,9 @@ def explanation(message: api.Explanation) -> t.Explanation:
             for step in message.steps
         ),
         execution=execution(message.execution) if message.HasField("execution") else None,
+        concurrency_key=_text(message.concurrency_key),
+        concurrency_limit=message.concurrency_limit or None,
+        key_holders=tuple(ExecutionId(run) for run in message.key_holders),
     )
 
 

@@ -145,7 +145,7 @@ class Execution:
     waiting: str | None = None
     """A pending run's reason for not running, in a word: "unserved", "overdue", "paused",
     "waiting", "retrying", "no node", "no executor", "parked", "behind a running run",
-    "capped", "due" or "queued"; None for runs in other states."""
+    "capped", "at key limit", "due" or "queued"; None for runs in other states."""
     waiting_detail: str | None = None
     """The sentence behind `waiting`, as `explain_execution` says it."""
     lateness_s: float | None = None
@@ -159,6 +159,8 @@ class Execution:
     """When it must have succeeded by; None: no deadline."""
     deadline_missed_at: datetime | None = None
     """When it was marked past its deadline without a success; None: not missed (yet)."""
+    concurrency_key: str | None = None
+    """The concurrency key it holds (resolved when it was made); None without one."""
 
     @property
     def tries(self) -> int:
@@ -270,6 +272,8 @@ class Verdict(enum.StrEnum):
     """Due, waiting for another run of its job to finish (overlap)."""
     NO_EXECUTOR = "no_executor"
     """Due, but no executor is connected to the node that owns it."""
+    AT_KEY_LIMIT = "at_key_limit"
+    """Due, but its concurrency key has its job's limit of runs in flight."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,6 +300,12 @@ class Explanation:
     """Oldest first."""
     execution: Execution | None
     """The execution, when it exists."""
+    concurrency_key: str | None = None
+    """AT_KEY_LIMIT: the key it waits for."""
+    concurrency_limit: int | None = None
+    """AT_KEY_LIMIT: its job's limit."""
+    key_holders: tuple[ExecutionId, ...] = ()
+    """AT_KEY_LIMIT: the first runs holding the key."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,6 +98,9 @@ class ClaimState(enum.StrEnum):
     """It fires later than the claim allows (an edit or a retry moved it): left pending."""
     CAPPED = "capped"
     """Its tenant is at its in-flight cap (across the cluster): left pending."""
+    AT_KEY_LIMIT = "at_key_limit"
+    """Its concurrency key has its job's limit of runs in flight (across the tenant's jobs
+    and the cluster): left pending."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +263,8 @@ class Execution:
     deadline (a job without one, or a triggered or backfilled run)."""
     deadline_missed_at: datetime | None = None
     """When its partition's owner marked it past its deadline without a success."""
+    concurrency_key: str | None = None
+    """The concurrency key it holds (wheel.model.concurrency); None without one."""
 
     @property
     def tries(self) -> int:
@@ -340,3 +345,15 @@ def lateness_s(execution: Timed) -> float | None:
     if execution.started_at is None or execution.status not in STARTED_AT_FIRE:
         return None
     return late_by_s(execution.fire_at, execution.started_at)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyHolders:
+    """A concurrency key's runs dispatched or running now, of one tenant."""
+
+    count: int
+    runs: tuple[ExecutionKey, ...]
+    """The first few of them to be handed over (at most `KEY_HOLDERS_NAMED`)."""
+
+
+KEY_HOLDERS_NAMED = 3

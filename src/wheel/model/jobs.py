@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from wheel.errors import InvalidArgument
+from wheel.model import concurrency
 from wheel.model.http_tasks import RESERVED_PREFIX, HttpTask
 from wheel.model.ids import JobId, PartitionId, TenantId
 from wheel.model.urls import check_webhook_url
@@ -208,6 +209,13 @@ class Policies:
     notify_after_failures: int = 0
     """Announce when this many runs in a row end dead or needing review, and the next
     success after that; 0: never."""
+    concurrency_key: str = ""
+    """At most `concurrency_limit` of the tenant's runs with this key in flight, whatever
+    their job (wheel.model.concurrency); "" for none."""
+    concurrency_key_field: str = ""
+    """Or the top-level field of the JSON payload the key is read from."""
+    concurrency_limit: int = 0
+    """1 or more with a key; 0 without one."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_attempts <= MAX_ATTEMPTS:
@@ -243,6 +251,9 @@ class Policies:
                 "policies.notify_after_failures",
                 f"{self.notify_after_failures} is not in 0-{MAX_NOTIFY_AFTER_FAILURES}",
             )
+        concurrency.check_policies(
+            self.concurrency_key, self.concurrency_key_field, self.concurrency_limit
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,6 +287,8 @@ class JobSpec:
             )
         if len(self.payload) > MAX_PAYLOAD_BYTES:
             raise InvalidArgument("payload", f"larger than {MAX_PAYLOAD_BYTES} bytes")
+        if self.policies.concurrency_key_field:
+            concurrency.key_from_payload(self.payload, self.policies.concurrency_key_field)
 
 
 @dataclass(frozen=True, slots=True)

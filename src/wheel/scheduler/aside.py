@@ -2,9 +2,10 @@
 
 - parked: its task type's circuit breaker is open. The runs flow again when it
   closes; while it is half-open one goes as the probe.
-- capped: its tenant is at its cluster-wide in-flight cap. They go back when
-  one of the tenant's runs finishes here, or every `CAPPED_RETRY_S` (runs
-  finishing on other nodes make room too).
+- capped: its tenant is at its cluster-wide in-flight cap, or its concurrency
+  key at its limit (a key is its tenant's). They go back when one of the
+  tenant's runs finishes here, or every `CAPPED_RETRY_S` (runs finishing on
+  other nodes make room too).
 - unserved: no connected executor serves its (pool, task type). They go back
   when the set of links changes and one does.
 
@@ -91,6 +92,12 @@ class Aside:
         self.capped.setdefault(item.tenant, []).append(item)
         if self.capped_retry_at_s is None:
             self.capped_retry_at_s = now_s + CAPPED_RETRY_S
+
+    def wait_for_key(self, item: Ready, now_s: float) -> None:
+        """Hold a run whose concurrency key is at its limit: with the capped runs, as a
+        key's runs are its tenant's (one of them finishing may free it)."""
+        self.wait_for_room(item, now_s)
+        item.waited = "for its concurrency key's limit"
 
     def release_capped(self, now_s: float, tenant: TenantId | None = None) -> None:
         """Capped runs of `tenant` (every tenant: None) go back to be claimed."""

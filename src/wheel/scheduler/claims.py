@@ -13,7 +13,8 @@ Contract:
   one run in a claim at a time.
 - A claim is one statement fenced by the owned partitions' epochs. Claimed
   runs are in flight from then and dispatched with `start_at` = their instant;
-  the rest are answered: EARLY back to the wheel, CAPPED aside, BLOCKED
+  the rest are answered: EARLY back to the wheel, CAPPED and AT_KEY_LIMIT
+  (a concurrency key at its limit, across the cluster) aside, BLOCKED
   behind the job's running run, SKIPPED and MISFIRED (recorded by the claim)
   forgotten, anything unanswered forgotten (paused, edited, or no longer
   owned: it is still pending in Postgres). Each run tells the claim what it
@@ -270,6 +271,8 @@ class Claims:
                 self._refile(item)
             elif unclaimed.state is ClaimState.CAPPED:
                 self._aside.wait_for_room(item, self._clock.monotonic_ms() / 1000)
+            elif unclaimed.state is ClaimState.AT_KEY_LIMIT:
+                self._aside.wait_for_key(item, self._clock.monotonic_ms() / 1000)
             elif unclaimed.state is ClaimState.BLOCKED:
                 item.waited = "behind its job's run in flight"
                 displaced = self._overlap.queue_behind(item)

@@ -11,10 +11,12 @@ from psycopg.rows import dict_row
 
 from wheel.errors import InvalidTransition, NotFound
 from wheel.model.executions import (
+    KEY_HOLDERS_NAMED,
     OVERDUE_AFTER_S,
     Attempt,
     Execution,
     ExecutionStatus,
+    KeyHolders,
     LastRun,
     Outcome,
     Retry,
@@ -84,6 +86,7 @@ def execution_from_row(row: dict[str, Any], attempts: tuple[Attempt, ...] = ()) 
         retries=_retries(row.get("retries")),
         deadline_at=row.get("deadline_at"),
         deadline_missed_at=row.get("deadline_missed_at"),
+        concurrency_key=row.get("concurrency_key"),
     )
 
 
@@ -206,6 +209,23 @@ class Executions:
             )
             for row in rows
         }
+
+    async def holding_keys(
+        self, tenant_id: TenantId, keys: Collection[str]
+    ) -> dict[str, KeyHolders]:
+        """For each of these concurrency keys of the tenant, its runs in flight now: how
+        many, and the first few handed over (one statement, the keyed runs' index)."""
+        if not keys:
+            return {}
+        params = {"tenant_id": tenant_id, "keys": sorted(keys), "named": KEY_HOLDERS_NAMED}
+        async with translated(), self._pool.connection() as conn:
+            cursor = await conn.execute(sql("holding_keys"), params)
+            rows = await cursor.fetchall()
+        return {
+            key: KeyHolders(count, tuple(ExecutionKey(JobId(j), at) for j, at in zip(
+                job_ids or (), instants or (), strict=True)))
+            for key, count, job_ids, instants in rows
+        }  # fmt: skip
 
     async def in_flight_of_jobs(
         self, tenant_id: TenantId, job_ids: Collection[JobId]

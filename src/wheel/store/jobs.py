@@ -102,6 +102,9 @@ def _policy_params(policies: Policies) -> dict[str, Any]:
         "notify_url": policies.notify_url,
         "deadline_ms": _ms(policies.deadline) if policies.deadline is not None else None,
         "notify_after_failures": policies.notify_after_failures,
+        "concurrency_key": policies.concurrency_key,
+        "concurrency_key_field": policies.concurrency_key_field,
+        "concurrency_limit": policies.concurrency_limit,
     }
 
 
@@ -141,6 +144,9 @@ def job_from_row(row: dict[str, Any]) -> Job:
             notify_url=row["notify_url"],
             deadline=row["deadline_ms"] * ms if row["deadline_ms"] is not None else None,
             notify_after_failures=row["notify_after_failures"],
+            concurrency_key=row["concurrency_key"],
+            concurrency_key_field=row["concurrency_key_field"],
+            concurrency_limit=row["concurrency_limit"],
         ),
         http=(
             HttpTask(row["http_url"], row["http_retry_client_errors"]) if row["http_url"] else None
@@ -196,6 +202,7 @@ _JOB_COLUMNS = (
     "misfire_replay_cap", "overlap", "timeout_ms", "priority", "pool",
     "notify_url", "http_url", "http_retry_client_errors", "every_ms", "anchor",
     "interval_dst", "deadline_ms", "notify_after_failures",
+    "concurrency_key", "concurrency_key_field", "concurrency_limit",
 )  # fmt: skip
 """The columns of insert_jobs, each sent as one array."""
 

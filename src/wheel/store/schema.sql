@@ -120,6 +120,13 @@ CREATE TABLE jobs (
     notify_after_failures integer NOT NULL DEFAULT 0
                         CHECK (notify_after_failures BETWEEN 0 AND 1000),
     failing_since       timestamptz,
+    -- A concurrency key (wheel.model.concurrency): at most concurrency_limit of the
+    -- tenant's runs with the same key are in flight, whatever their job. The key is
+    -- concurrency_key, or the payload's top-level field concurrency_key_field ('' and 0:
+    -- no key); each run holds the key it was made with (executions.concurrency_key).
+    concurrency_key     text NOT NULL DEFAULT '',
+    concurrency_key_field text NOT NULL DEFAULT '',
+    concurrency_limit   integer NOT NULL DEFAULT 0 CHECK (concurrency_limit >= 0),
     CHECK ((schedule_kind = 'at') = (run_at IS NOT NULL)),
     CHECK ((schedule_kind = 'cron') = (cron IS NOT NULL)),
     CONSTRAINT jobs_interval_every CHECK ((schedule_kind = 'interval') = (every_ms IS NOT NULL))
@@ -184,6 +191,10 @@ CREATE TABLE executions (
     -- otherwise), and when its partition's owner marked it missed (wheel_mark_deadlines).
     deadline_at     timestamptz,
     deadline_missed_at timestamptz,
+    -- Its job's concurrency key, resolved when the run was made (re-resolved while it is
+    -- pending when the job is edited); NULL for a job without one. Claims hold it to the
+    -- limit (concurrency_keys).
+    concurrency_key text,
     PRIMARY KEY (job_id, scheduled_for),
     CHECK ((status IN ('dispatched', 'running')) = (lease_until IS NOT NULL))
 ) PARTITION BY RANGE (scheduled_for);
@@ -211,6 +222,10 @@ CREATE INDEX executions_pending_since ON executions (pending_since)
 -- (and the queue's skip, the in-flight lookup); see executions_leases.
 CREATE INDEX executions_leased_by_job ON executions (job_id)
     WHERE status IN ('dispatched', 'running');
+-- The runs holding a concurrency key now (what explain and the lists name); runs
+-- without a key have no entry.
+CREATE INDEX executions_keyed_in_flight ON executions (tenant_id, concurrency_key)
+    WHERE concurrency_key IS NOT NULL AND status IN ('dispatched', 'running');
 
 CREATE TABLE attempts (
     job_id          uuid NOT NULL,
@@ -232,6 +247,74 @@ CREATE TABLE partition_epochs (
     node_id         text NOT NULL,
     updated_at      timestamptz NOT NULL DEFAULT now()
 );
+
+-- A tenant's runs in flight per concurrency key (wheel.model.concurrency), across the
+-- cluster: a claim holds a run with a key back while the key has as many in flight as
+-- the run's job's limit (see wheel_claim); moved by wheel_count_keys, by the same
+-- statements and deltas as the tenant's count. A key's row is made by its first claim.
+CREATE TABLE concurrency_keys (
+    tenant_id       uuid NOT NULL REFERENCES tenants (id),
+    key             text NOT NULL,
+    in_flight       integer NOT NULL DEFAULT 0 CHECK (in_flight >= 0),
+    PRIMARY KEY (tenant_id, key)
+);
+
+-- The keyed runs' counts move by these deltas (claimed: +, recorded: -), in the
+-- statement that moved the runs, right after wheel_count_in_flight: the keys' tenants'
+-- rows are locked by then (a key's runs are its tenant's), so a tenant's keys move one
+-- caller at a time, tenants locked first, and never deadlock; a claim redone with its
+-- tenants' rows locked first (lock_tenants) reads its keys' counts as committed. A claim passes each key's room (its claimed runs' least
+-- `limit - n-th with the key in the claim`): a claim that read the key's count before a
+-- concurrent one committed, and went over, raises SQLSTATE WH001 (rolled back and
+-- redone with the rows locked first, as for a tenant's cap). Records pass no rooms.
+-- Only statements that moved runs with a key call it.
+CREATE FUNCTION wheel_count_keys(
+    p_tenant_ids uuid[], p_keys text[], p_deltas integer[], p_rooms integer[]
+) RETURNS boolean LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+    over boolean;
+BEGIN
+    INSERT INTO concurrency_keys (tenant_id, key)
+    SELECT d.tenant_id, d.key
+    FROM unnest(p_tenant_ids, p_keys, p_deltas) AS d (tenant_id, key, n)
+    WHERE d.n > 0
+    ORDER BY d.tenant_id, d.key
+    ON CONFLICT DO NOTHING;
+    PERFORM 1
+    FROM concurrency_keys k
+    JOIN unnest(p_tenant_ids, p_keys) AS d (tenant_id, key)
+      ON k.tenant_id = d.tenant_id AND k.key = d.key
+    ORDER BY k.tenant_id, k.key
+    FOR UPDATE OF k;
+    WITH changed AS (
+        UPDATE concurrency_keys k
+        SET in_flight = greatest(k.in_flight + d.n, 0)
+        FROM unnest(p_tenant_ids, p_keys, p_deltas,
+                    coalesce(p_rooms, array_fill(NULL::integer, ARRAY[cardinality(p_keys)])))
+             AS d (tenant_id, key, n, room)
+        WHERE k.tenant_id = d.tenant_id AND k.key = d.key
+        RETURNING d.n > 0 AND k.in_flight - d.n > d.room AS over
+    )
+    SELECT coalesce(bool_or(c.over), false) INTO over FROM changed c;
+    IF over THEN
+        RAISE EXCEPTION 'a claim went over a concurrency key''s limit' USING ERRCODE = 'WH001';
+    END IF;
+    RETURN over;
+END
+$$;
+
+-- A run's concurrency key from its job's columns ('' and 0: none, NULL): the key, or
+-- the text of the payload's top-level field (a string, or an integer's digits; the API
+-- refuses a payload without it).
+CREATE FUNCTION wheel_concurrency_key(
+    p_key text, p_field text, p_limit integer, p_payload bytea
+) RETURNS text LANGUAGE sql IMMUTABLE
+AS $$
+    SELECT CASE WHEN p_limit = 0 THEN NULL
+                WHEN p_key <> '' THEN p_key
+                ELSE convert_from(p_payload, 'UTF8')::jsonb ->> p_field END
+$$;
 
 -- A tenant's runs in flight move by these deltas (claimed: +, recorded: -), as
 -- the last step of the statement that moved the runs (the claim query, and
@@ -379,7 +462,7 @@ AS $$
         WHERE e.job_id = d.job_id AND e.scheduled_for = d.scheduled_for
           AND e.scheduled_for BETWEEN p_first AND p_last
         RETURNING e.job_id, e.scheduled_for, e.fence, e.status, e.fire_at, e.attempt,
-                  e.tenant_id
+                  e.tenant_id, e.concurrency_key
     ), logged AS (
         INSERT INTO attempts (job_id, scheduled_for, number, fence, executor_id, started_at,
                               finished_at, outcome, error)
@@ -393,10 +476,22 @@ AS $$
                                      array_agg(-g.n ORDER BY g.tenant_id), false) AS over
         FROM (SELECT u.tenant_id, count(*)::integer AS n FROM updated u
               GROUP BY u.tenant_id) g
+    ), released_keys AS (
+        -- Their concurrency keys' counts too, after the tenants' (only runs with a key).
+        SELECT count(*) AS calls FROM (
+            SELECT wheel_count_keys(array_agg(g.tenant_id ORDER BY g.tenant_id, g.key),
+                                    array_agg(g.key ORDER BY g.tenant_id, g.key),
+                                    array_agg(-g.n ORDER BY g.tenant_id, g.key), NULL)
+            FROM released,
+                 (SELECT u.tenant_id, u.concurrency_key AS key, count(*)::integer AS n
+                  FROM updated u WHERE u.concurrency_key IS NOT NULL
+                  GROUP BY u.tenant_id, u.concurrency_key) g
+            HAVING count(*) > 0
+        ) k
     )
     SELECT true, u.job_id, u.scheduled_for, u.fence, u.fence, u.status, u.fire_at, u.attempt,
            NULL::text
-    FROM released CROSS JOIN updated u
+    FROM released CROSS JOIN released_keys CROSS JOIN updated u
     UNION ALL
     -- Refused: 'stale' (re-dispatched since, or no longer running), or 'not_yours'
     -- (dispatched to another executor: nothing about the run is told back).
@@ -528,7 +623,10 @@ $$;
 --   'early'    its fire_at is later than now + p_ahead_s (an edit or a retry
 --              moved it): left pending, fire_at says when;
 --   'capped'   its tenant is at its in-flight cap (across the cluster): left
---              pending.
+--              pending;
+--   'at_key_limit' its concurrency key has as many runs in flight (across the
+--              tenant's jobs and the cluster) as its job's limit: left pending,
+--              whenever it fires (a run claimed ahead is held to the limit too).
 -- Each key costs one primary-key probe of its day partition, one of its job
 -- and one update, whatever the number of partitions owned (a scan of the owned
 -- array, not a join) or of day partitions (p_first and p_last, the keys' first
@@ -537,6 +635,9 @@ $$;
 -- overlap-limited job adds a probe of the job's leased runs (an index per day
 -- partition, holding only runs in flight); a missed one, a look at the job's
 -- later runs. Neither compares scheduled_for itself, so neither prunes at run time.
+-- Only runs with a concurrency key look at concurrency_keys (one probe per key of
+-- the claim), and only they are ranked by key: `concurrency_key` and `key_room` come
+-- back for the claimed ones (NULL for the others), for the caller's count.
 -- Keys not returned at all are not pending, held by another claim, of a
 -- paused or deleted job, of a recurring job edited since they were made (the
 -- materialiser carries or supersedes them), or in a partition not ours.
@@ -548,7 +649,7 @@ CREATE FUNCTION wheel_claim(
     state text, job_id uuid, scheduled_for timestamptz, tenant_id uuid, partition integer,
     fence bigint, attempt integer, lease_until timestamptz, job_version bigint, task_type text,
     payload bytea, pool text, priority integer, timeout_ms bigint, fire_at timestamptz,
-    http_url text, http_retry_client_errors boolean
+    http_url text, http_retry_client_errors boolean, concurrency_key text, key_room integer
 ) LANGUAGE sql VOLATILE
 SET enable_hashjoin = off SET enable_mergejoin = off SET enable_seqscan = off
 SET plan_cache_mode = force_custom_plan  -- one day partition, no run-time pruning: see executions
@@ -573,7 +674,7 @@ AS $$
         -- the statistics say (a fresh partition must not turn this into a scan).
         SELECT e.job_id, e.scheduled_for, e.fire_at, e.tenant_id, e.partition, e.trigger,
                e.attempt, w.executor_id, w.instance, w.ord, w.waited, j.overlap, j.misfire,
-               j.misfire_grace_ms, j.misfire_replay_cap,
+               j.misfire_grace_ms, j.misfire_replay_cap, e.concurrency_key, j.concurrency_limit,
                e.fire_at > (SELECT o.decided_at FROM owned o) + make_interval(secs => p_ahead_s) AS early,
                -- Missed: a scheduled first attempt past its instant and its grace (a
                -- second at least: one due less than that ago is being claimed, not
@@ -587,7 +688,7 @@ AS $$
         CROSS JOIN owned
         CROSS JOIN LATERAL (
             SELECT e.job_id, e.scheduled_for, e.fire_at, e.job_version, e.attempt, e.trigger,
-                   e.tenant_id, e.partition
+                   e.tenant_id, e.partition, e.concurrency_key
             FROM executions e
             WHERE e.job_id = w.job_id AND e.scheduled_for = w.scheduled_for
               AND e.scheduled_for BETWEEN p_first AND p_last
@@ -598,7 +699,7 @@ AS $$
         ) e
         CROSS JOIN LATERAL (
             SELECT j.overlap, j.status, j.schedule_kind, j.version, j.misfire,
-                   j.misfire_grace_ms, j.misfire_replay_cap
+                   j.misfire_grace_ms, j.misfire_replay_cap, j.concurrency_limit
             FROM jobs j WHERE j.id = e.job_id LIMIT 1
         ) j
         WHERE j.status = 'active'
@@ -664,7 +765,7 @@ AS $$
         ) b ON true
     ), picked AS (
         SELECT b.job_id, b.scheduled_for, b.fire_at, b.tenant_id, b.executor_id, b.instance,
-               b.ord,
+               b.ord, b.concurrency_key, b.concurrency_limit,
                CASE
                    WHEN b.early THEN 'early'
                    WHEN b.misfires THEN 'misfired'
@@ -708,6 +809,33 @@ AS $$
                        || ' before, no result yet) (policy skip)'
                END AS reason
         FROM busy b
+    ), keyed AS (
+        -- Runs with a concurrency key, and only they: the n-th each would be of its
+        -- tenant's key in this claim, in the caller's order.
+        SELECT p.job_id, p.scheduled_for, p.fire_at, p.tenant_id, p.executor_id, p.instance,
+               p.ord, p.concurrency_key, p.concurrency_limit, p.state, p.reason,
+               row_number() OVER (PARTITION BY p.tenant_id, p.concurrency_key ORDER BY p.ord)
+                   AS key_nth
+        FROM picked p
+        WHERE p.concurrency_key IS NOT NULL AND p.state = 'claimed'
+    ), gated AS (
+        -- A key's limit holds across the cluster, and for runs claimed ahead of their
+        -- instant too: the keyed runs beyond their key's room (their job's limit less
+        -- the key's runs in flight, read unlocked like the tenant's room: the caller's
+        -- wheel_count_keys refuses an overshoot) are left 'at_key_limit'.
+        SELECT p.job_id, p.scheduled_for, p.fire_at, p.tenant_id, p.executor_id, p.instance,
+               p.ord, p.state, p.reason, NULL::text AS concurrency_key, NULL::integer AS key_room
+        FROM picked p
+        WHERE p.concurrency_key IS NULL OR p.state <> 'claimed'
+        UNION ALL
+        SELECT k.job_id, k.scheduled_for, k.fire_at, k.tenant_id, k.executor_id, k.instance,
+               k.ord,
+               CASE WHEN k.key_nth > k.concurrency_limit - coalesce((
+                        SELECT c.in_flight FROM concurrency_keys c
+                        WHERE c.tenant_id = k.tenant_id AND c.key = k.concurrency_key), 0)
+                    THEN 'at_key_limit' ELSE k.state END,
+               k.reason, k.concurrency_key, (k.concurrency_limit - k.key_nth)::integer
+        FROM keyed k
     ), ranked AS (
         -- The n-th run due now each tenant would get, in the caller's order.
         SELECT p.*,
@@ -715,7 +843,7 @@ AS $$
                    PARTITION BY p.tenant_id, p.state = 'claimed',
                                 p.fire_at <= (SELECT o.decided_at FROM owned o) + interval '1 second'
                    ORDER BY p.ord) AS nth
-        FROM picked p
+        FROM gated p
     ), room AS (
         -- The tenant's in-flight cap holds across the cluster: the runs beyond its
         -- room are left 'capped'. The room is read from this statement's snapshot,
@@ -729,6 +857,7 @@ AS $$
         WHERE t.id IN (SELECT r.tenant_id FROM ranked r WHERE r.state = 'claimed')
     ), decided AS (
         SELECT r.job_id, r.scheduled_for, r.fire_at, r.executor_id, r.instance, r.reason,
+               r.concurrency_key, r.key_room,
                CASE WHEN r.state = 'claimed'
                          -- The cap holds back runs due now; one handed over ahead of its
                          -- instant goes (a planned spike starts on time) and counts.
@@ -755,7 +884,8 @@ AS $$
           AND e.scheduled_for BETWEEN p_first AND p_last
           AND p.state = 'claimed'
         RETURNING e.job_id, e.scheduled_for, e.tenant_id, e.partition, e.fence, e.attempt,
-                  e.lease_until, e.job_version, e.priority, e.fire_at
+                  e.lease_until, e.job_version, e.priority, e.fire_at, e.concurrency_key,
+                  p.key_room
     ), skipped AS (
         UPDATE executions e
         SET status = 'skipped',
@@ -769,7 +899,8 @@ AS $$
     )
     SELECT 'claimed', c.job_id, c.scheduled_for, c.tenant_id, c.partition, c.fence, c.attempt,
            c.lease_until, c.job_version, j.task_type, j.payload, j.pool, c.priority,
-           j.timeout_ms, c.fire_at, j.http_url, j.http_retry_client_errors
+           j.timeout_ms, c.fire_at, j.http_url, j.http_retry_client_errors, c.concurrency_key,
+           c.key_room
     FROM claimed c
     CROSS JOIN LATERAL (
         SELECT j.task_type, j.payload, j.pool, j.timeout_ms, j.http_url, j.http_retry_client_errors
@@ -777,13 +908,13 @@ AS $$
     ) j
     UNION ALL
     SELECT s.state, s.job_id, s.scheduled_for, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-           NULL, NULL, NULL, NULL, s.fire_at, NULL, NULL
+           NULL, NULL, NULL, NULL, s.fire_at, NULL, NULL, NULL, NULL
     FROM skipped s
     UNION ALL
     SELECT p.state, p.job_id, p.scheduled_for, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-           NULL, NULL, NULL, NULL, p.fire_at, NULL, NULL
+           NULL, NULL, NULL, NULL, p.fire_at, NULL, NULL, NULL, NULL
     FROM decided p
-    WHERE p.state IN ('blocked', 'early', 'capped')
+    WHERE p.state IN ('blocked', 'early', 'capped', 'at_key_limit')
 $$;
 
 -- The misfire rule for occurrences that came due while nobody fired them (a

@@ -8,7 +8,8 @@ and whether its circuit breaker for the task type is open (`breakers/<node>`),
 both published by the nodes on their session leases. A pending run gets the
 one reason that holds now from `waiting.classify` (paused, not due, no owner,
 no executor, its task type unserved, breaker open, behind a running run, tenant
-at its cap, just due, waiting for capacity), the same the lists show as a word;
+at its cap, its concurrency key at its limit, just due, waiting for capacity), the
+same the lists show as a word;
 a scheduled run that has waited past its misfire grace adds that its claim
 applies the misfire policy, and a skipped one shows the reason the claim wrote.
 An occurrence that has no row is explained from the job's schedule: not an
@@ -68,6 +69,7 @@ _VERDICT = {
     Waiting.PARKED: V.PARKED,
     Waiting.BEHIND: V.BEHIND_RUNNING,
     Waiting.CAPPED: V.AT_TENANT_CAP,
+    Waiting.AT_KEY_LIMIT: V.AT_KEY_LIMIT,
     Waiting.DUE: V.QUEUED,
     Waiting.QUEUED: V.QUEUED,
     Waiting.OVERDUE: V.QUEUED,
@@ -269,6 +271,10 @@ class Explainer:
             pause = job.pause or Pause()
             _step(result, pause.at, "paused", f"its job was {pause.said()}")
             _in_order(result)
+        if why.key_holders is not None:  # AT_KEY_LIMIT's facts as fields too
+            result.concurrency_key = execution.concurrency_key or ""
+            result.concurrency_limit = job.spec.policies.concurrency_limit
+            result.key_holders.extend(run.id for run in why.key_holders.runs)
         return _VERDICT[why.word], why.detail
 
     async def _owner(self, partition: int) -> tuple[str | None, int | None]:

@@ -13,19 +13,21 @@ retrying after a failed attempt); a schedule edit is being carried over; no node
 owns its partition; no executor is connected to the owner; none there serves its
 task type (unserved); the task type's circuit breaker is open (parked); another run
 of the job is in flight and the overlap policy makes it wait (behind a running run);
-the tenant is at its in-flight cap (capped); it has just become due (due); it waits
+its concurrency key has its job's limit of runs in flight (at key limit); the tenant
+is at its in-flight cap (capped); it has just become due (due); it waits
 for executor capacity (queued) — overdue once that has lasted OVERDUE_AFTER_S.
 
 The facts cost a fixed number of round trips whatever the page holds: the
 partitions' owners and the open breakers (two etcd prefix reads), the executors
-(`ServedView`, cached), the runs in flight of the page's jobs and the tenant's
-in-flight count (one statement each). None are read for a page without due runs.
+(`ServedView`, cached), the runs in flight of the page's jobs, the tenant's
+in-flight count, and the runs holding the page's concurrency keys (one statement each;
+none for a page without keyed runs). None are read for a page without due runs.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -37,6 +39,7 @@ from wheel.model.executions import (
     OVERDUE_AFTER_S,
     Execution,
     ExecutionStatus,
+    KeyHolders,
     RunsToWatch,
     Trigger,
     of_try,
@@ -68,6 +71,8 @@ class Waiting(enum.StrEnum):
     BEHIND = "behind a running run"
     CAPPED = "capped"
     """Its tenant is at its in-flight cap."""
+    AT_KEY_LIMIT = "at key limit"
+    """Its concurrency key has its job's limit of runs in flight."""
     DUE = "due"
     """Just due: being claimed."""
     QUEUED = "queued"
@@ -80,6 +85,8 @@ class Waiting(enum.StrEnum):
 class Why:
     word: Waiting
     detail: str
+    key_holders: KeyHolders | None = None
+    """AT_KEY_LIMIT: the runs holding its key (that the detail names)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +102,18 @@ class Facts:
     in_flight: Mapping[JobId, Execution] = field(default_factory=dict)
     """By job: a run of it dispatched or running now."""
     tenant: Tenant | None = None
+    key_holders: Mapping[str, KeyHolders] = field(default_factory=dict)
+    """By concurrency key (of the runs asked about): its runs in flight now."""
+
+
+def at_key_limit(key: str, limit: int, holders: KeyHolders) -> str:
+    """ "AT_KEY_LIMIT: key 'billing' has 1 of 1 running (run <id>)", naming a few."""
+    named = ", ".join(run.id for run in holders.runs)
+    more = holders.count - len(holders.runs)
+    runs = f"run {named}" if holders.count == 1 else f"runs {named}"
+    if more > 0:
+        runs += f" and {more} more"
+    return f"AT_KEY_LIMIT: key {key!r} has {holders.count} of {limit} running ({runs})"
 
 
 def when(instant: datetime) -> str:
@@ -186,6 +205,11 @@ def classify(job: Job, execution: Execution, facts: Facts) -> Why:
             f"{ago}; waiting for run {running.key.id} ({running.status.value}{where}) "
             f"to finish: {rule}",
         )
+    limit = job.spec.policies.concurrency_limit
+    key = execution.concurrency_key
+    holders = facts.key_holders.get(key) if key is not None else None
+    if key is not None and holders is not None and limit and holders.count >= limit:
+        return Why(Waiting.AT_KEY_LIMIT, at_key_limit(key, limit, holders), holders)
     tenant = facts.tenant
     if tenant is not None and tenant.in_flight >= tenant.max_in_flight:
         return Why(
@@ -268,7 +292,8 @@ class WaitingReader:
             else:
                 due.append((job, execution))
         if due:
-            facts = await self.facts(tenant, [job for job, _ in due], now=now)
+            keys = {e.concurrency_key for _, e in due if e.concurrency_key is not None}
+            facts = await self.facts(tenant, [job for job, _ in due], now=now, keys=keys)
             for job, execution in due:
                 found[execution.key] = classify(job, execution, facts)
         return found
@@ -279,13 +304,23 @@ class WaitingReader:
         early = not_due(job, execution, now)
         if early is not None:
             return early
-        facts = await self.facts(job.tenant_id, [job], now=now, partition=execution.partition)
+        keys = {execution.concurrency_key} if execution.concurrency_key is not None else set()
+        facts = await self.facts(
+            job.tenant_id, [job], now=now, partition=execution.partition, keys=keys
+        )
         return classify(job, execution, facts)
 
     async def facts(
-        self, tenant: TenantId, jobs: list[Job], *, now: datetime, partition: int | None = None
+        self,
+        tenant: TenantId,
+        jobs: list[Job],
+        *,
+        now: datetime,
+        partition: int | None = None,
+        keys: Collection[str] = (),
     ) -> Facts:
-        """What holds now for due runs of `jobs`; with `partition`, only its owner is read."""
+        """What holds now for due runs of `jobs` (holding `keys`, their concurrency keys);
+        with `partition`, only its owner is read."""
         if partition is None:
             kvs, _ = await self._etcd.get_prefix(self._layout.partitions)
         else:
@@ -314,6 +349,7 @@ class WaitingReader:
             open_breakers=open_breakers,
             in_flight=in_flight,
             tenant=await self._store.tenants.load(tenant),
+            key_holders=await self._store.executions.holding_keys(tenant, keys),
         )
 
 

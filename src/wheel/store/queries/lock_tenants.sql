@@ -1,4 +1,5 @@
--- A claim redone after it overshot a cap: the tenants' rows locked first, in id
+-- A claim redone after it overshot a cap (or a concurrency key's limit: a key's count
+-- moves only under its tenant's lock): the tenants' rows locked first, in id
 -- order, so its room is what was last committed and nobody moves it meanwhile.
 -- Without tenant ids, the keys' tenants are looked up.
 SELECT t.id

@@ -192,7 +192,7 @@ class ExplainExecutionRequest(_message.Message):
     def __init__(self, execution_id: _Optional[str] = ..., occurrence: _Optional[_Union[JobInstant, _Mapping]] = ...) -> None: ...
 
 class Explanation(_message.Message):
-    __slots__ = ("execution_id", "job_id", "scheduled_for", "verdict", "summary", "steps", "execution")
+    __slots__ = ("execution_id", "job_id", "scheduled_for", "verdict", "summary", "steps", "execution", "concurrency_key", "concurrency_limit", "key_holders")
     class Verdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         VERDICT_UNSPECIFIED: _ClassVar[Explanation.Verdict]
@@ -216,6 +216,7 @@ class Explanation(_message.Message):
         AT_TENANT_CAP: _ClassVar[Explanation.Verdict]
         BEHIND_RUNNING: _ClassVar[Explanation.Verdict]
         NO_EXECUTOR: _ClassVar[Explanation.Verdict]
+        AT_KEY_LIMIT: _ClassVar[Explanation.Verdict]
     VERDICT_UNSPECIFIED: Explanation.Verdict
     SUCCEEDED: Explanation.Verdict
     WAITING: Explanation.Verdict
@@ -237,6 +238,7 @@ class Explanation(_message.Message):
     AT_TENANT_CAP: Explanation.Verdict
     BEHIND_RUNNING: Explanation.Verdict
     NO_EXECUTOR: Explanation.Verdict
+    AT_KEY_LIMIT: Explanation.Verdict
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     SCHEDULED_FOR_FIELD_NUMBER: _ClassVar[int]
@@ -244,6 +246,9 @@ class Explanation(_message.Message):
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     STEPS_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    KEY_HOLDERS_FIELD_NUMBER: _ClassVar[int]
     execution_id: str
     job_id: str
     scheduled_for: _timestamp_pb2.Timestamp
@@ -251,7 +256,10 @@ class Explanation(_message.Message):
     summary: str
     steps: _containers.RepeatedCompositeFieldContainer[ExplanationStep]
     execution: _common_pb2.Execution
-    def __init__(self, execution_id: _Optional[str] = ..., job_id: _Optional[str] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., verdict: _Optional[_Union[Explanation.Verdict, str]] = ..., summary: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[ExplanationStep, _Mapping]]] = ..., execution: _Optional[_Union[_common_pb2.Execution, _Mapping]] = ...) -> None: ...
+    concurrency_key: str
+    concurrency_limit: int
+    key_holders: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, execution_id: _Optional[str] = ..., job_id: _Optional[str] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., verdict: _Optional[_Union[Explanation.Verdict, str]] = ..., summary: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[ExplanationStep, _Mapping]]] = ..., execution: _Optional[_Union[_common_pb2.Execution, _Mapping]] = ..., concurrency_key: _Optional[str] = ..., concurrency_limit: _Optional[int] = ..., key_holders: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ExplanationStep(_message.Message):
     __slots__ = ("at", "what", "detail")

@@ -164,7 +164,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., backoff_base: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., backoff_cap: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class JobPolicies(_message.Message):
-    __slots__ = ("retry", "idempotent", "misfire", "misfire_grace", "misfire_replay_cap", "overlap", "timeout", "priority", "pool", "notify_url", "deadline", "notify_after_failures")
+    __slots__ = ("retry", "idempotent", "misfire", "misfire_grace", "misfire_replay_cap", "overlap", "timeout", "priority", "pool", "notify_url", "deadline", "notify_after_failures", "concurrency_key", "concurrency_key_field", "concurrency_limit")
     RETRY_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENT_FIELD_NUMBER: _ClassVar[int]
     MISFIRE_FIELD_NUMBER: _ClassVar[int]
@@ -177,6 +177,9 @@ class JobPolicies(_message.Message):
     NOTIFY_URL_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_FIELD_NUMBER: _ClassVar[int]
     NOTIFY_AFTER_FAILURES_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_KEY_FIELD_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_LIMIT_FIELD_NUMBER: _ClassVar[int]
     retry: RetryPolicy
     idempotent: bool
     misfire: MisfirePolicy
@@ -189,7 +192,10 @@ class JobPolicies(_message.Message):
     notify_url: str
     deadline: _duration_pb2.Duration
     notify_after_failures: int
-    def __init__(self, retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: _Optional[bool] = ..., misfire: _Optional[_Union[MisfirePolicy, str]] = ..., misfire_grace: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., misfire_replay_cap: _Optional[int] = ..., overlap: _Optional[_Union[OverlapPolicy, str]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., priority: _Optional[int] = ..., pool: _Optional[str] = ..., notify_url: _Optional[str] = ..., deadline: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., notify_after_failures: _Optional[int] = ...) -> None: ...
+    concurrency_key: str
+    concurrency_key_field: str
+    concurrency_limit: int
+    def __init__(self, retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: _Optional[bool] = ..., misfire: _Optional[_Union[MisfirePolicy, str]] = ..., misfire_grace: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., misfire_replay_cap: _Optional[int] = ..., overlap: _Optional[_Union[OverlapPolicy, str]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., priority: _Optional[int] = ..., pool: _Optional[str] = ..., notify_url: _Optional[str] = ..., deadline: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., notify_after_failures: _Optional[int] = ..., concurrency_key: _Optional[str] = ..., concurrency_key_field: _Optional[str] = ..., concurrency_limit: _Optional[int] = ...) -> None: ...
 
 class Job(_message.Message):
     __slots__ = ("id", "name", "task_type", "payload", "schedule", "policies", "status", "version", "created_at", "updated_at", "warnings", "last_run", "next_run_at", "http", "attention", "pause_note", "paused_by", "paused_at")
@@ -294,7 +300,7 @@ class Retry(_message.Message):
     def __init__(self, at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., by: _Optional[str] = ..., after_attempt: _Optional[int] = ...) -> None: ...
 
 class Execution(_message.Message):
-    __slots__ = ("id", "job_id", "job_version", "scheduled_for", "fire_at", "status", "reason", "attempt", "fence", "attempts", "trigger", "error", "created_at", "started_at", "finished_at", "executor_id", "priority", "retries", "waiting", "waiting_detail", "lateness_s", "not_late_because", "deadline_at", "deadline_missed_at")
+    __slots__ = ("id", "job_id", "job_version", "scheduled_for", "fire_at", "status", "reason", "attempt", "fence", "attempts", "trigger", "error", "created_at", "started_at", "finished_at", "executor_id", "priority", "retries", "waiting", "waiting_detail", "lateness_s", "not_late_because", "deadline_at", "deadline_missed_at", "concurrency_key")
     ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -319,6 +325,7 @@ class Execution(_message.Message):
     NOT_LATE_BECAUSE_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_AT_FIELD_NUMBER: _ClassVar[int]
     DEADLINE_MISSED_AT_FIELD_NUMBER: _ClassVar[int]
+    CONCURRENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     id: str
     job_id: str
     job_version: int
@@ -343,7 +350,8 @@ class Execution(_message.Message):
     not_late_because: str
     deadline_at: _timestamp_pb2.Timestamp
     deadline_missed_at: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., job_id: _Optional[str] = ..., job_version: _Optional[int] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fire_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[ExecutionStatus, str]] = ..., reason: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., trigger: _Optional[str] = ..., error: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., executor_id: _Optional[str] = ..., priority: _Optional[int] = ..., retries: _Optional[_Iterable[_Union[Retry, _Mapping]]] = ..., waiting: _Optional[str] = ..., waiting_detail: _Optional[str] = ..., lateness_s: _Optional[float] = ..., not_late_because: _Optional[str] = ..., deadline_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deadline_missed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    concurrency_key: str
+    def __init__(self, id: _Optional[str] = ..., job_id: _Optional[str] = ..., job_version: _Optional[int] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fire_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[ExecutionStatus, str]] = ..., reason: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., trigger: _Optional[str] = ..., error: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., executor_id: _Optional[str] = ..., priority: _Optional[int] = ..., retries: _Optional[_Iterable[_Union[Retry, _Mapping]]] = ..., waiting: _Optional[str] = ..., waiting_detail: _Optional[str] = ..., lateness_s: _Optional[float] = ..., not_late_because: _Optional[str] = ..., deadline_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deadline_missed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., concurrency_key: _Optional[str] = ...) -> None: ...
 
 class NextRun(_message.Message):
     __slots__ = ("instant", "wall_time", "time_zone", "note")
