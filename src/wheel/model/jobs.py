@@ -71,6 +71,17 @@ class OverlapPolicy(enum.StrEnum):
     ALLOW = "allow"
 
 
+class CalendarPolicy(enum.StrEnum):
+    """What a run on a day its calendars close does (see wheel.schedule.business_days)."""
+
+    SKIP = "skip"
+    NEXT_BUSINESS_DAY = "next_business_day"
+    PREVIOUS_BUSINESS_DAY = "previous_business_day"
+
+
+MAX_JOB_CALENDARS = 20
+
+
 class JobStatus(enum.StrEnum):
     ACTIVE = "active"
     PAUSED = "paused"
@@ -138,6 +149,10 @@ class Policies:
     pool: str = "default"
     notify_url: str = ""
     """Where this job's notifications go; empty: its tenant's webhook (if it has one)."""
+    calendars: tuple[str, ...] = ()
+    """Business calendars (names, the tenant's): a day any of them closes has no run."""
+    calendar_policy: CalendarPolicy = CalendarPolicy.SKIP
+    """What a run on a closed day does: skipped, or moved to the next (previous) open day."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_attempts <= MAX_ATTEMPTS:
@@ -164,6 +179,19 @@ class Policies:
             raise InvalidArgument("policies.priority", "must fit in 32 bits")
         if self.notify_url:
             check_webhook_url("policies.notify_url", self.notify_url)
+        self._check_calendars()
+
+    def _check_calendars(self) -> None:
+        if len(self.calendars) > MAX_JOB_CALENDARS:
+            raise InvalidArgument(
+                "policies.calendars", f"{len(self.calendars)} is more than {MAX_JOB_CALENDARS}"
+            )
+        if len(set(self.calendars)) != len(self.calendars):
+            raise InvalidArgument("policies.calendars", "names a calendar twice")
+        for name in self.calendars:
+            if not name.strip():
+                raise InvalidArgument("policies.calendars", "a calendar name must not be empty")
+            check_text("policies.calendars", name, MAX_NAME_LENGTH)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +225,10 @@ class JobSpec:
             )
         if len(self.payload) > MAX_PAYLOAD_BYTES:
             raise InvalidArgument("payload", f"larger than {MAX_PAYLOAD_BYTES} bytes")
+        if self.policies.calendars and self.schedule.kind in (ScheduleKind.NOW, ScheduleKind.AT):
+            raise InvalidArgument(
+                "policies.calendars", "business calendars apply to recurring schedules only"
+            )
 
 
 @dataclass(frozen=True, slots=True)
