@@ -105,6 +105,17 @@ _GAP_TO = _inverse(_GAP)
 _FOLD_TO = _inverse(_FOLD)
 _MISFIRE_TO = _inverse(_MISFIRE)
 _OVERLAP_TO = _inverse(_OVERLAP)
+CALENDAR_POLICY = {
+    pb.CALENDAR_POLICY_DEFAULT: mj.CalendarPolicy.SKIP,
+    pb.CALENDAR_POLICY_SKIP: mj.CalendarPolicy.SKIP,
+    pb.CALENDAR_POLICY_NEXT_BUSINESS_DAY: mj.CalendarPolicy.NEXT_BUSINESS_DAY,
+    pb.CALENDAR_POLICY_PREVIOUS_BUSINESS_DAY: mj.CalendarPolicy.PREVIOUS_BUSINESS_DAY,
+}
+CALENDAR_POLICY_TO = _inverse(CALENDAR_POLICY)
+
+
+def calendar_policy(value: int, field: str) -> mj.CalendarPolicy:
+    return _pick(CALENDAR_POLICY, value, field)
 
 
 # -- scalars --------------------------------------------------------------------------------
@@ -278,6 +289,10 @@ def policies_from(message: pb.JobPolicies, field: str = "policies") -> mj.Polici
             priority=message.priority,
             pool=message.pool or defaults.pool,
             notify_url=message.notify_url,
+            calendars=tuple(message.calendars),
+            calendar_policy=_pick(
+                CALENDAR_POLICY, message.calendar_policy, f"{field}.calendar_policy"
+            ),
         ),
         field.removesuffix("policies"),
     )
@@ -368,6 +383,8 @@ def policies_to(policies: mj.Policies) -> pb.JobPolicies:
         priority=policies.priority,
         pool=policies.pool,
         notify_url=policies.notify_url,
+        calendars=list(policies.calendars),
+        calendar_policy=CALENDAR_POLICY_TO[policies.calendar_policy],
     )
 
 
@@ -451,4 +468,8 @@ def next_run_to(run: PreviewRun) -> pb.NextRun:
         wall_time=run.wall_time,
         time_zone=run.time_zone,
         note=run.note or "",
+        skipped=run.skipped,
+        moved_from=to_timestamp(run.moved_from) if run.moved_from else None,
+        calendar=run.calendar or "",
+        calendar_reason=run.calendar_reason or "",
     )

@@ -45,7 +45,7 @@ from wheel.client.transport import Settings, Transport
 from wheel.errors import InvalidArgument
 from wheel.model.executions import ExecutionStatus
 from wheel.model.http_tasks import HttpTask
-from wheel.model.jobs import JobSpec, Policies, Schedule
+from wheel.model.jobs import CalendarPolicy, JobSpec, Policies, Schedule
 from wheel.timestamps import to_timestamp
 
 
@@ -331,17 +331,23 @@ class AsyncClient(TenantAndClusterCalls):
         count: int = 5,
         after: datetime | None = None,
         job_id: JobRef | None = None,
+        calendars: Sequence[str] = (),
+        calendar_policy: CalendarPolicy | None = None,
     ) -> list[t.NextRun]:
         """Resolve a schedule's next `count` runs after `after` (default now); saves nothing.
 
             for run in await client.preview_schedule(wheel.cron("30 1 * * *", "Europe/London")):
                 print(run.wall_time, run.note or "")
 
-        `job_id` resolves `H` fields and smear as they would be for that job.
+        `job_id` resolves `H` fields and smear as they would be for that job, and applies its
+        business calendars; `calendars` (the tenant's, by name) and `calendar_policy` preview
+        a draft under those instead: runs they skip come back with `skipped`, moved ones
+        with `moved_from`.
         """
         request = api.PreviewScheduleRequest(
             schedule=schedule_to(schedule), count=count, job_id=str(job_id or "")
         )
+        requests.preview_calendars(request, calendars, calendar_policy)
         if after is not None:
             request.after.CopyFrom(to_timestamp(requests.instant(after, "after")))
         response = await self._transport.call(lambda s: s.jobs.PreviewSchedule, request, retry=True)
@@ -355,6 +361,8 @@ class AsyncClient(TenantAndClusterCalls):
         before: int = 5,
         after: int = 5,
         job_id: JobRef | None = None,
+        calendars: Sequence[str] = (),
+        calendar_policy: CalendarPolicy | None = None,
     ) -> t.RunsAround:
         """The last `before` runs scheduled before `around` and the first `after` from it on.
 
@@ -370,6 +378,7 @@ class AsyncClient(TenantAndClusterCalls):
             around=to_timestamp(requests.instant(around, "around")),
             job_id=str(job_id or ""),
         )
+        requests.preview_calendars(request, calendars, calendar_policy)
         response = await self._transport.call(lambda s: s.jobs.PreviewSchedule, request, retry=True)
         return t.RunsAround(
             earlier=tuple(messages.next_run(run) for run in response.earlier_runs),

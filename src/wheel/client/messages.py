@@ -162,6 +162,10 @@ def next_run(message: pb.NextRun) -> t.NextRun:
         wall_time=message.wall_time,
         time_zone=message.time_zone,
         note=_text(message.note),
+        skipped=message.skipped,
+        moved_from=_optional_time(message, "moved_from"),
+        calendar=_text(message.calendar),
+        calendar_reason=_text(message.calendar_reason),
     )
 
 
@@ -199,6 +203,9 @@ def explanation(message: api.Explanation) -> t.Explanation:
             for step in message.steps
         ),
         execution=execution(message.execution) if message.HasField("execution") else None,
+        calendar=_text(message.calendar),
+        calendar_reason=_text(message.calendar_reason),
+        moved_to=_optional_time(message, "moved_to"),
     )
 
 

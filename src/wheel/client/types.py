@@ -172,6 +172,14 @@ class NextRun:
     time_zone: str
     note: str | None
     """Set where DST changed the outcome (a skipped or repeated wall time)."""
+    skipped: bool = False
+    """A business calendar closes its day: it does not run (`instant`: when it would)."""
+    moved_from: datetime | None = None
+    """A business calendar moved it: the instant it was scheduled for."""
+    calendar: str | None = None
+    """The calendar that skipped or moved it."""
+    calendar_reason: str | None = None
+    """What that calendar says of the day ("Christmas Day")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +268,8 @@ class Verdict(enum.StrEnum):
     """Due, waiting for another run of its job to finish (overlap)."""
     NO_EXECUTOR = "no_executor"
     """Due, but no executor is connected to the node that owns it."""
+    SKIPPED_CALENDAR = "skipped_calendar"
+    """Not run: a business calendar of its job closes its day (`Explanation.calendar`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +296,12 @@ class Explanation:
     """Oldest first."""
     execution: Execution | None
     """The execution, when it exists."""
+    calendar: str | None = None
+    """The business calendar that skipped or moved it."""
+    calendar_reason: str | None = None
+    """What that calendar says of the day ("Boxing Day")."""
+    moved_to: datetime | None = None
+    """Moved by a calendar: the instant it fires instead of its scheduled one."""
 
 
 @dataclass(frozen=True, slots=True)

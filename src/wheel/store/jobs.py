@@ -15,6 +15,7 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 
 from wheel.errors import (
     Conflict,
@@ -28,6 +29,7 @@ from wheel.model.executions import NewOccurrence
 from wheel.model.http_tasks import HttpTask
 from wheel.model.ids import JobId, PartitionId, TenantId
 from wheel.model.jobs import (
+    CalendarPolicy,
     DstFold,
     DstGap,
     Job,
@@ -95,6 +97,8 @@ def _policy_params(policies: Policies) -> dict[str, Any]:
         "priority": policies.priority,
         "pool": policies.pool,
         "notify_url": policies.notify_url,
+        "calendars": list(policies.calendars),
+        "calendar_policy": policies.calendar_policy.value,
     }
 
 
@@ -129,6 +133,8 @@ def job_from_row(row: dict[str, Any]) -> Job:
             priority=row["priority"],
             pool=row["pool"],
             notify_url=row["notify_url"],
+            calendars=tuple(row["calendars"]),
+            calendar_policy=CalendarPolicy(row["calendar_policy"]),
         ),
         http=(
             HttpTask(row["http_url"], row["http_retry_client_errors"]) if row["http_url"] else None
@@ -174,6 +180,7 @@ _JOB_COLUMNS = (
     "backoff_base_ms", "backoff_cap_ms", "idempotent", "misfire", "misfire_grace_ms",
     "misfire_replay_cap", "overlap", "timeout_ms", "priority", "pool",
     "notify_url", "http_url", "http_retry_client_errors",
+    "calendars", "calendar_policy",
 )  # fmt: skip
 """The columns of insert_jobs, each sent as one array."""
 
@@ -265,6 +272,8 @@ class Jobs:
             for name in _JOB_COLUMNS:
                 params[name].append(row[name])
         params["tenant_id"] = tenant_id
+        # A job's calendars are a list, and arrays of arrays are rectangular: one JSON each.
+        params["calendars"] = [Jsonb(names) for names in params["calendars"]]
         await self._occurrences.ensure_partitions(occurrences)
         async with translated(), self._pool.connection() as conn, conn.transaction():
             cursor = conn.cursor(row_factory=dict_row)

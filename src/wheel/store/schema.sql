@@ -102,6 +102,11 @@ CREATE TABLE jobs (
     -- tasks executors run); 4xx answers are retried only with the flag.
     http_url            text NOT NULL DEFAULT '',
     http_retry_client_errors boolean NOT NULL DEFAULT false,
+    -- Business calendars (wheel.schedule.business_days): the tenant's calendars it names,
+    -- and what a run on a day they close does (skipped, or moved to an open day).
+    calendars           text[] NOT NULL DEFAULT '{}',
+    calendar_policy     text NOT NULL DEFAULT 'skip'
+                        CHECK (calendar_policy IN ('skip', 'next_business_day', 'previous_business_day')),
     CHECK ((schedule_kind = 'at') = (run_at IS NOT NULL)),
     CHECK ((schedule_kind = 'cron') = (cron IS NOT NULL))
 );
@@ -111,6 +116,8 @@ CREATE UNIQUE INDEX jobs_tenant_name ON jobs (tenant_id, name) WHERE status <> '
 -- The materialiser's path: active cron jobs of a partition, least materialised first.
 CREATE INDEX jobs_to_materialise ON jobs (partition, materialised_to NULLS FIRST)
     WHERE status = 'active' AND schedule_kind = 'cron';
+-- The jobs naming a calendar: re-planned when it is edited, and why it cannot be deleted.
+CREATE INDEX jobs_calendars ON jobs USING gin (calendars) WHERE calendars <> '{}';
 
 -- One day per statement. A statement that locks or updates executions by key
 -- names the batch's first and last instant (`scheduled_for BETWEEN p_first AND

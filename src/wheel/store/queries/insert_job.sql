@@ -2,11 +2,11 @@ INSERT INTO jobs (id, tenant_id, name, task_type, payload, schedule_kind, run_at
                   starts_at, ends_at, smear_ms, dst_gap, dst_fold, max_attempts, backoff_base_ms,
                   backoff_cap_ms, idempotent, misfire, misfire_grace_ms, misfire_replay_cap,
                   overlap, timeout_ms, priority, pool, notify_url, http_url,
-                  http_retry_client_errors, partition)
+                  http_retry_client_errors, partition, calendars, calendar_policy)
 VALUES (%(id)s, %(tenant_id)s, %(name)s, %(task_type)s, %(payload)s, %(schedule_kind)s,
         %(run_at)s, %(cron)s, %(time_zone)s, %(starts_at)s, %(ends_at)s, %(smear_ms)s,
         %(dst_gap)s, %(dst_fold)s, %(max_attempts)s, %(backoff_base_ms)s, %(backoff_cap_ms)s,
         %(idempotent)s, %(misfire)s, %(misfire_grace_ms)s, %(misfire_replay_cap)s, %(overlap)s,
         %(timeout_ms)s, %(priority)s, %(pool)s, %(notify_url)s, %(http_url)s,
-        %(http_retry_client_errors)s, %(partition)s)
+        %(http_retry_client_errors)s, %(partition)s, %(calendars)s, %(calendar_policy)s)
 RETURNING *

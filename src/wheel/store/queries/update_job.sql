@@ -9,7 +9,8 @@ SET name = %(name)s, task_type = %(task_type)s, payload = %(payload)s,
     misfire_grace_ms = %(misfire_grace_ms)s, misfire_replay_cap = %(misfire_replay_cap)s,
     overlap = %(overlap)s, timeout_ms = %(timeout_ms)s, priority = %(priority)s,
     pool = %(pool)s, notify_url = %(notify_url)s, http_url = %(http_url)s,
-    http_retry_client_errors = %(http_retry_client_errors)s, version = version + 1, updated_at = now()
+    http_retry_client_errors = %(http_retry_client_errors)s, version = version + 1, updated_at = now(),
+    calendars = %(calendars)s, calendar_policy = %(calendar_policy)s
 WHERE id = %(id)s AND tenant_id = %(tenant_id)s AND version = %(expected_version)s
   AND status <> 'deleted'
 RETURNING *
