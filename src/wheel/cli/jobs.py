@@ -42,7 +42,7 @@ from wheel.cli.jobs_options import (
 from wheel.cli.options import INSTANT, apply, choice
 from wheel.cli.session import Session, connected
 from wheel.model.executions import ExecutionStatus
-from wheel.model.jobs import Policies
+from wheel.model.jobs import CalendarPolicy, Policies
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -323,6 +323,14 @@ def update_job(
     help="With --around: how many runs before it.",
 )  # fmt: skip
 @click.option("--job", "job_id", help="Resolve H fields and smear as for this job.")
+@click.option(
+    "--skip-calendar", "calendars", multiple=True, metavar="NAME",
+    help="Preview under this business calendar (repeatable); with --job and none: the job's.",
+)  # fmt: skip
+@click.option(
+    "--calendar-policy", type=choice(CalendarPolicy),
+    help="With --skip-calendar: skip (default), next_business_day or previous_business_day.",
+)  # fmt: skip
 @connected
 def preview_schedule(
     session: Session,
@@ -331,17 +339,31 @@ def preview_schedule(
     around: str | None,
     before: int,
     job_id: str | None,
+    calendars: tuple[str, ...],
+    calendar_policy: str | None,
     **options: Any,
 ) -> None:
-    """A schedule's next runs, with DST notes; nothing is saved."""
+    """A schedule's next runs, with DST notes and what business calendars skip or move;
+    nothing is saved."""
     from wheel.cli import show
+
+    if calendar_policy is not None and not calendars:
+        raise click.UsageError("--calendar-policy goes with --skip-calendar")
+    policy = CalendarPolicy(calendar_policy.lower()) if calendar_policy else None
 
     wanted = schedule(options)
     if wanted is None:
         raise click.UsageError(_NO_SCHEDULE)
     if around is None:
         runs = session.call(
-            lambda client: client.preview_schedule(wanted, count=count, after=after, job_id=job_id)
+            lambda client: client.preview_schedule(
+                wanted,
+                count=count,
+                after=after,
+                job_id=job_id,
+                calendars=calendars,
+                calendar_policy=policy,
+            )
         )
         session.show(runs, lambda console: show.runs(console, runs))
         return
@@ -349,7 +371,15 @@ def preview_schedule(
         raise click.UsageError("--around and --after both say where the runs start: give one")
     at = _around(around, wanted.time_zone)
     both = session.call(
-        lambda client: client.preview_around(wanted, at, before=before, after=count, job_id=job_id)
+        lambda client: client.preview_around(
+            wanted,
+            at,
+            before=before,
+            after=count,
+            job_id=job_id,
+            calendars=calendars,
+            calendar_policy=policy,
+        )
     )
     session.show(both, lambda console: show.runs_around(console, at, both))
 

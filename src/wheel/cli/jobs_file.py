@@ -141,6 +141,14 @@ def _value(key: str, value: object, param: click.Parameter, ctx: click.Context) 
         if not isinstance(value, bool):
             raise click.UsageError(f"{key}: must be true or false")
         return value
+    if isinstance(param, click.Option) and param.multiple:
+        # A repeatable option (calendars = ["uk-holidays", "weekends"]): each item as one flag.
+        items = value if isinstance(value, list) else [value]
+        return tuple(_one(key, item, param, ctx) for item in items)
+    return _one(key, value, param, ctx)
+
+
+def _one(key: str, value: object, param: click.Parameter, ctx: click.Context) -> object:
     if isinstance(value, datetime | date | time):  # TOML's own dates: read as the flag would
         value = value.isoformat()
     if value is None or isinstance(value, dict | list | bool):

@@ -24,6 +24,7 @@ import click
 from wheel.cli.options import DURATION, INSTANT, choice
 from wheel.model.http_tasks import HttpTask
 from wheel.model.jobs import (
+    CalendarPolicy,
     DstFold,
     DstGap,
     MisfirePolicy,
@@ -165,18 +166,48 @@ POLICIES = (
         help="POST this job's dead, needs_review and skipped runs here instead of to the "
         "tenant's webhook (`wheel notifications`).",
     ),
+    click.option(
+        "--skip-calendar",
+        "calendars",
+        multiple=True,
+        metavar="NAME",
+        help="A business calendar of the tenant's (`wheel calendars`): no run on a day it "
+        "closes, in the job's zone (repeatable: closed if any closes it).",
+    ),
+    click.option("--no-calendars", is_flag=True, default=False, help="Name no business calendars."),
+    click.option(
+        "--calendar-policy",
+        type=choice(CalendarPolicy),
+        help="A run on a closed day: skip (default), or move to the same wall time on the "
+        "next_business_day or previous_business_day.",
+    ),
 )
+
 
 _POLICY_FIELDS = tuple(field.name for field in dataclasses.fields(Policies))
 _POLICY_ENUMS: dict[str, type[StrEnum]] = {"misfire": MisfirePolicy, "overlap": OverlapPolicy}
+_POLICY_ENUMS["calendar_policy"] = CalendarPolicy
 
 
 def policies(options: dict[str, Any], base: Policies) -> Policies | None:
     """`base` with the policy options given changed; None when none was."""
     changes = {name: options[name] for name in _POLICY_FIELDS if options.get(name) is not None}
+    _calendar_changes(options, changes)
     if not changes:
         return None
     for name, cls in _POLICY_ENUMS.items():
         if name in changes:
             changes[name] = cls(changes[name].lower())
     return dataclasses.replace(base, **changes)
+
+
+def _calendar_changes(options: dict[str, Any], changes: dict[str, Any]) -> None:
+    """--skip-calendar (repeatable: none given is no change) and --no-calendars."""
+    named = tuple(options.get("calendars") or ())
+    changes.pop("calendars", None)
+    if options.get("no_calendars"):
+        if named:
+            raise click.UsageError("give --skip-calendar or --no-calendars, not both")
+        changes["calendars"] = ()
+    elif named:
+        changes["calendars"] = named

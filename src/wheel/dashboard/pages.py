@@ -254,6 +254,7 @@ _VERDICTS = {
     Verdict.NOT_AN_OCCURRENCE: "Not a run of its schedule",
     Verdict.OUTSIDE_BOUNDS: "Outside the schedule's bounds",
     Verdict.NOT_MATERIALISED: "Not made yet",
+    Verdict.SKIPPED_CALENDAR: "Skipped (business calendar)",
 }
 
 

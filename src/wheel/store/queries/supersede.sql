@@ -7,11 +7,13 @@ SET job_version = u.version,
     fire_at = CASE WHEN u.keep AND e.attempt = 0 THEN u.fire_at ELSE e.fire_at END,
     priority = u.priority,
     status = CASE WHEN u.keep THEN e.status ELSE 'skipped' END,
-    reason = CASE WHEN u.keep THEN e.reason ELSE 'superseded' END,
+    -- A business calendar's skip says so (wheel.schedule.business_days).
+    reason = CASE WHEN u.keep THEN e.reason ELSE coalesce(u.reason, 'superseded') END,
     finished_at = CASE WHEN u.keep THEN e.finished_at ELSE now() END
 FROM unnest(%(job_ids)s::uuid[], %(scheduled_fors)s::timestamptz[], %(versions)s::bigint[],
-            %(keep)s::boolean[], %(fire_ats)s::timestamptz[], %(priorities)s::integer[])
-     AS u (job_id, scheduled_for, version, keep, fire_at, priority)
+            %(keep)s::boolean[], %(fire_ats)s::timestamptz[], %(priorities)s::integer[],
+            %(reasons)s::text[])
+     AS u (job_id, scheduled_for, version, keep, fire_at, priority, reason)
 WHERE e.job_id = u.job_id AND e.scheduled_for = u.scheduled_for
   AND e.scheduled_for BETWEEN %(first)s AND %(last)s
   AND e.status = 'pending'
