@@ -39,6 +39,7 @@ from wheel.api.convert import schedule_to
 from wheel.client import apply, batching, messages, requests
 from wheel.client import types as t
 from wheel.client.apply import ApplyPlan
+from wheel.client.calendar_calls import CalendarCalls
 from wheel.client.cluster_calls import TenantAndClusterCalls
 from wheel.client.requests import JobRef
 from wheel.client.transport import Settings, Transport
@@ -49,7 +50,7 @@ from wheel.model.jobs import CalendarPolicy, JobSpec, Policies, Schedule
 from wheel.timestamps import to_timestamp
 
 
-class AsyncClient(TenantAndClusterCalls):
+class AsyncClient(TenantAndClusterCalls, CalendarCalls):
     """An asyncio client of wheel's public API, talking to any of several nodes.
 
         async with wheel.AsyncClient("node-a:7070,node-b:7070", token="whl_...") as client:

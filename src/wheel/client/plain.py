@@ -15,7 +15,7 @@ import base64
 import dataclasses
 import enum
 import uuid
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 
@@ -30,6 +30,8 @@ def to_plain(value: object) -> Any:
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, date):  # a calendar's day
         return value.isoformat()
     if isinstance(value, timedelta):
         return _seconds(value)

@@ -14,7 +14,7 @@ import enum
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Generic, TypeVar
 
 from wheel.model.executions import ExecutionStatus, Outcome, Trigger
@@ -23,6 +23,9 @@ from wheel.model.http_tasks import HttpTask
 from wheel.model.ids import ExecutionId, JobId
 from wheel.model.jobs import JobSpec, JobStatus, Policies, Schedule
 from wheel.model.notifications import Webhook as Webhook  # the tenant's settings, as is
+from wheel.schedule import calendars
+from wheel.schedule.calendars import DateRange as DateRange  # as is
+from wheel.schedule.calendars import HolidaySource as HolidaySource  # as is
 
 T = TypeVar("T")
 
@@ -426,3 +429,37 @@ class ExecutorInfo:
     """Handlers it runs at once, over all pools."""
     links: tuple[ExecutorLink, ...] = ()
     """None: it reaches no node (a wrong --cluster, a refused token, or no node is up)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Calendar:
+    """A tenant's business calendar: the days it closes (`definition().closed(day)` says
+    why a day is closed, here, without a call)."""
+
+    id: uuid.UUID
+    name: str
+    description: str
+    dates: tuple[DateRange, ...]
+    """Closed dates and inclusive ranges."""
+    weekdays: tuple[str, ...]
+    """Closed every week: "mon" ... "sun", Monday first."""
+    holidays: tuple[HolidaySource, ...]
+    """Public holidays of these countries or regions are closed."""
+    version: int
+    """Pass it to `update_calendar`: the edit is refused if someone changed it since."""
+    created_at: datetime
+    updated_at: datetime
+
+    def definition(self) -> calendars.Calendar:
+        weekdays = frozenset(calendars.parse_weekday(name) for name in self.weekdays)
+        return calendars.Calendar(
+            self.name, self.dates, weekdays, self.holidays, self.description, self.version
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ClosedDay:
+    """A day a calendar closes, and why ("Christmas Day", "Saturday", "a listed date (...)")."""
+
+    day: date
+    reason: str

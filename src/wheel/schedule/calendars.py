@@ -50,7 +50,6 @@ MAX_DAYS_LISTED = 3700
 WEEKDAY_NAMES = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 _WEEKDAY_TITLES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_ONE_DAY = timedelta(days=1)
 _EN_DASH = " \N{EN DASH} "
 
 
@@ -175,12 +174,11 @@ class Calendar:
 
     def closed_days(self, first: date, last: date) -> Iterator[tuple[date, str]]:
         """Each closed day from `first` to `last` (inclusive) with its reason, in order."""
-        day = first
-        while day <= last:
+        for offset in range((last - first).days + 1):
+            day = first + timedelta(days=offset)
             reason = self.closed(day)
             if reason is not None:
                 yield day, reason
-            day += _ONE_DAY
 
 
 def closed_by(calendars: Sequence[Calendar], day: date) -> tuple[Calendar, str] | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wheel.store.calendars import Calendars
 from wheel.store.clock import DatabaseClock
 from wheel.store.durability import DurabilityReader
 from wheel.store.executions import Executions
@@ -37,6 +38,7 @@ class Store:
     durability: DurabilityReader
     webhooks: Webhooks
     outbox: Outbox
+    calendars: Calendars
 
     @classmethod
     def over(cls, pool: Pool) -> Store:
@@ -54,6 +56,7 @@ class Store:
             durability=DurabilityReader(pool),
             webhooks=Webhooks(pool),
             outbox=Outbox(pool),
+            calendars=Calendars(pool),
         )
 
     @classmethod
