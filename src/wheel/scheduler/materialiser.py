@@ -275,7 +275,6 @@ class Materialiser:
                 report.superseded += not keep
         await self._store.materialising.supersede(decisions)
 
-
     async def _replan_calendar_skips(
         self,
         edited: Sequence[Job],

@@ -19,7 +19,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
-from wheel.errors import Conflict, NotFound, VersionConflict
+from wheel.errors import Conflict, InvalidTransition, NotFound, VersionConflict
 from wheel.model.calendars import CalendarId, StoredCalendar, new_calendar_id
 from wheel.model.ids import TenantId
 from wheel.schedule.calendars import Calendar, definition, from_definition
@@ -169,13 +169,31 @@ class Calendars:
         self, conn: psycopg.AsyncConnection[Any], updated: StoredCalendar
     ) -> None:
         """HOOK (calendar updated, in its transaction): re-plan the jobs that name it, as a
-        schedule edit does. Nothing names calendars yet."""
+        schedule edit does: their version grows (wheel.scheduler.materialiser)."""
+        await conn.execute(
+            sql("replan_jobs_naming_calendar"),
+            {"tenant_id": updated.tenant_id, "name": updated.calendar.name},
+        )
 
     async def before_delete_commits(
         self, conn: psycopg.AsyncConnection[Any], deleted: StoredCalendar
     ) -> None:
         """HOOK (calendar deleted, in its transaction, before it commits): refuse (raise, so
-        the delete rolls back) when a job still names it. Nothing names calendars yet."""
+        the delete rolls back) when a job still names it, naming the jobs."""
+        cursor = await conn.execute(
+            sql("jobs_naming_calendar"),
+            {"tenant_id": deleted.tenant_id, "name": deleted.calendar.name, "limit": 6},
+        )
+        names = [row[0] for row in await cursor.fetchall()]
+        if names:
+            listed = ", ".join(repr(n) for n in names[:5]) + (" and more" if len(names) > 5 else "")
+            raise InvalidTransition(
+                "calendar",
+                deleted.calendar.name,
+                f"named by job{'s' if len(names) > 1 else ''} {listed} "
+                "(take it out of them first: `wheel jobs update --no-calendars`)",
+                "delete",
+            )
 
     async def _one(self, query: Any, params: dict[str, Any]) -> dict[str, Any] | None:
         async with translated(), self._pool.connection() as conn:
