@@ -10,6 +10,8 @@ from wheel.schedule.dst import Occurrence
 from wheel.schedule.plan import SchedulePlan
 
 _INSTANT = timedelta(microseconds=1)
+_MOST_SKIPPED = 31
+"""A preview under calendars shows at most this many lines beyond the runs asked for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +58,7 @@ def _next_under(days: BusinessDays, after: datetime, count: int) -> list[Occurre
     at most `count` + 31 lines (a calendar closing every day does not stall a preview)."""
     found: list[Occurrence] = []
     start, running = after, 0
-    while running < count and len(found) < count + 31:
+    while running < count and len(found) < count + _MOST_SKIPPED:
         batch = days.plan.next_runs(start, count - running, skipped=True)
         if not batch:
             break
@@ -64,7 +66,7 @@ def _next_under(days: BusinessDays, after: datetime, count: int) -> list[Occurre
             found.append(occurrence)
             running += not occurrence.skipped and not days.place(occurrence).skipped
         start = batch[-1].instant + _INSTANT
-    return found
+    return found[: count + _MOST_SKIPPED]
 
 
 @dataclass(frozen=True, slots=True)

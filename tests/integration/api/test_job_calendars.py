@@ -97,6 +97,33 @@ async def test_a_closed_day_skips_its_runs_and_the_calendars_edit_replans_them(a
     )
     assert [line.skipped for line in bare.next_runs] == [False, False]
 
+    # next_business_day: a yearly run in the closed days fires on the first open day.
+    at = (now + timedelta(minutes=2)).replace(second=0, microsecond=0)
+    yearly = await alice.jobs.CreateJob(
+        create(
+            "yearly",
+            cron(f"{at.minute} {at.hour} {at.day} {at.month} *"),
+            policies=pb.JobPolicies(
+                calendars=[NAME], calendar_policy=pb.CALENDAR_POLICY_NEXT_BUSINESS_DAY
+            ),
+        ),
+        metadata=alice.metadata,
+    )
+    opens = today + timedelta(days=3)
+    moved_to = datetime.combine(opens, at.time(), UTC)
+    assert yearly.next_runs[0].moved_from.ToDatetime(UTC) == at
+    assert yearly.next_runs[0].instant.ToDatetime(UTC) == moved_to
+    (pending,) = await until_runs(alice, yearly.job, now, pb.EXECUTION_STATUS_PENDING)
+    assert pending.scheduled_for.ToDatetime(UTC) == at  # its identity stays
+    assert pending.fire_at.ToDatetime(UTC) == moved_to
+    explained = await alice.executions.ExplainExecution(
+        apb.ExplainExecutionRequest(execution_id=pending.id), metadata=alice.metadata
+    )
+    (step,) = [s for s in explained.steps if s.what == "moved"]
+    assert step.detail.startswith(f"moved from {at:%a} {at.day} {at:%b} {at:%H:%M} by calendar")
+    assert explained.moved_to.ToDatetime(UTC) == moved_to
+    await alice.jobs.DeleteJob(apb.JobRef(id=yearly.job.id), metadata=alice.metadata)
+
     # In use: not deleted, and the refusal names the job.
     refused = await rpc_error(
         calendars.DeleteCalendar(cpb.CalendarRef(id=NAME), metadata=alice.metadata)

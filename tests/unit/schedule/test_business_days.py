@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from wheel.model.jobs import CalendarPolicy, DstGap, Schedule, ScheduleKind
-from wheel.schedule import compile_schedule
+from wheel.schedule import compile_schedule, preview
 from wheel.schedule.business_days import MAX_MOVE_DAYS, BusinessDays, Placed, long_date
 from wheel.schedule.zones import Transition, next_transition
 
@@ -262,3 +262,40 @@ def test_runs_after_a_window_that_move_into_it_are_found(zone: str) -> None:
     assert (
         days_of(zone, "0 9 * * 1,6", [], CalendarPolicy.PREVIOUS_BUSINESS_DAY).moved_in(end) == []
     )
+
+
+def test_previews_show_skipped_and_moved_runs_beside_the_runs_that_happen() -> None:
+    zone = "Europe/London"
+    tz = ZoneInfo(zone)
+    holiday = local_today(zone) + 20 * DAY
+    after = datetime.combine(holiday - DAY, time(12), tz).astimezone(UTC)
+    skipping = days_of(zone, "0 9 * * *", [closing("hols", holiday)], CalendarPolicy.SKIP)
+    runs = preview(skipping.plan, after, 2, skipping)
+    assert [run.skipped for run in runs] == [True, False, False]
+    assert runs[0].note == f"skipped: {long_date(holiday)} is Christmas Day (calendar hols)"
+    assert (runs[0].calendar, runs[0].calendar_reason) == ("hols", "Christmas Day")
+    moving = days_of(
+        zone,
+        cron_on(holiday, time(9)),
+        [closing("hols", holiday)],
+        CalendarPolicy.NEXT_BUSINESS_DAY,
+    )
+    (moved,) = preview(moving.plan, after, 1, moving)
+    following = holiday + DAY
+    assert moved.moved_from == datetime.combine(holiday, time(9), tz).astimezone(UTC)
+    assert moved.fire_at == datetime.combine(following, time(9), tz).astimezone(UTC)
+    assert moved.note == (
+        f"moved to {following:%a} {following.day} {following:%b} "
+        f"({holiday.day} {holiday:%b} is Christmas Day, calendar hols)"
+    )
+    assert preview(moving.plan, after, 1)[0].moved_from is None  # without the calendars
+
+
+def test_a_preview_under_a_calendar_closing_every_day_stops() -> None:
+    zone = "UTC"
+    today = local_today(zone)
+    everything = closing("all", *(today + n * DAY for n in range(400)))
+    days = days_of(zone, "0 9 * * *", [everything], CalendarPolicy.SKIP)
+    runs = preview(days.plan, NOW, 5, days)
+    assert len(runs) == 5 + 31  # the runs asked for, and at most 31 lines more
+    assert all(run.skipped for run in runs)
