@@ -201,6 +201,9 @@ _OPTIONS = {
     "end": "--to",
     "scheduled_after": "--after",
     "scheduled_before": "--before",
+    "policies.calendars": "--skip-calendar",
+    "policies.calendar_policy": "--calendar-policy",
+    "calendars": "--skip-calendar",
 }
 
 
