@@ -84,6 +84,7 @@ def describe_policies(p: Policies) -> str:
         f"(grace {span(p.misfire_grace)}, replay cap {p.misfire_replay_cap}), "
         f"overlap {p.overlap}, timeout {span(p.timeout)}, priority {p.priority}, pool {p.pool}"
         + (f", notifies {redacted(p.notify_url)}" if p.notify_url else "")
+        + (f", calendars {', '.join(p.calendars)} ({p.calendar_policy})" if p.calendars else "")
     )
 
 

@@ -82,6 +82,8 @@ async def test_wheel_jobs_and_apply_files_name_calendars(
         ["shutdown"],
         "next_business_day",
     )
+    shown = await asyncio.to_thread(invoke, jobs, "get", made_job["id"])
+    assert "calendars shutdown (next_business_day)" in shown.stdout
     preview = await asyncio.to_thread(
         invoke, jobs, "preview", "--cron", "0 9 * * *", "--tz", "Europe/London",
         "--skip-calendar", "shutdown", "--count", "12",
