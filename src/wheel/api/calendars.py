@@ -15,6 +15,7 @@ from wheel._proto.wheel.v1 import calendars_pb2 as cal
 from wheel.errors import InvalidArgument
 from wheel.model.calendars import CalendarId, StoredCalendar
 from wheel.schedule.calendars import (
+    MAX_DATE_ENTRIES,
     WEEKDAY_NAMES,
     Calendar,
     DateRange,
@@ -79,6 +80,11 @@ def calendar_to(stored: StoredCalendar) -> cal.Calendar:
 
 def calendar_from(message: cal.Calendar, prefix: str = "calendar.") -> Calendar:
     """The definition a request carries, valid, or InvalidArgument naming its field as sent."""
+    if len(message.dates) > MAX_DATE_ENTRIES:  # before parsing them all
+        raise InvalidArgument(
+            f"{prefix}dates",
+            f"{len(message.dates)} entries; at most {MAX_DATE_ENTRIES} are allowed",
+        )
     dates = []
     for index, given in enumerate(message.dates):
         field = f"{prefix}dates[{index}]"
