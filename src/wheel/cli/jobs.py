@@ -21,6 +21,7 @@ imported when a command prints (it brings rich and the SDK: `wheel jobs --help` 
 
 from __future__ import annotations
 
+import io
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -28,6 +29,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
+from wheel.cli.calendars_file import read_calendars
 from wheel.cli.jobs_file import read_jobs, read_toml
 from wheel.cli.jobs_options import (
     HTTP,
@@ -242,12 +244,17 @@ def apply_jobs(session: Session, jobs_file: IO[bytes], prune: bool, dry_run: boo
     Jobs are matched by name: each is created, updated (with the version read,
     so a concurrent change is refused, not overwritten), replaced (a one-off's
     instant changed) or left unchanged; --prune deletes the others. Applying
-    the same file again changes nothing.
+    the same file again changes nothing. [calendars.NAME] tables (holidays,
+    weekdays, dates, description) are applied first; --prune leaves calendars.
     """
     from wheel.cli import show
 
-    wanted = read_toml(jobs_file, create_job, click.get_current_context())
-    planned = session.call(lambda client: client.apply_jobs(wanted, prune=prune, dry_run=dry_run))
+    raw = jobs_file.read()
+    wanted = read_toml(io.BytesIO(raw), create_job, click.get_current_context())
+    calendars = read_calendars(raw)
+    planned = session.call(
+        lambda client: client.apply_jobs(wanted, prune=prune, dry_run=dry_run, calendars=calendars)
+    )
 
     def human(console: Console) -> None:
         show.apply_plan(console, planned)

@@ -72,10 +72,11 @@ def read_toml(
         document = tomllib.load(file)
     except tomllib.TOMLDecodeError as exc:
         raise click.BadParameter(f"not TOML: {exc}", param_hint=f"'{option}'") from None
-    unknown = sorted(set(document) - {"jobs"})
+    unknown = sorted(set(document) - {"jobs", "calendars"})  # calendars: cli.calendars_file
     if unknown:
         raise click.BadParameter(
-            f"{unknown[0]!r}: only [jobs.NAME] tables belong here", param_hint=f"'{option}'"
+            f"{unknown[0]!r}: only [jobs.NAME] and [calendars.NAME] tables belong here",
+            param_hint=f"'{option}'",
         )
     tables = document.get("jobs", {})
     if not isinstance(tables, dict):

@@ -35,6 +35,7 @@ from types import TracebackType
 from typing import Self
 
 from wheel._proto.wheel.v1 import api_pb2 as api
+from wheel.api.calendars import Calendar
 from wheel.api.convert import schedule_to
 from wheel.client import apply, batching, messages, requests
 from wheel.client import types as t
@@ -200,7 +201,12 @@ class AsyncClient(TenantAndClusterCalls, CalendarCalls):
         )
 
     async def apply_jobs(
-        self, jobs: Iterable[t.NewJob], *, prune: bool = False, dry_run: bool = False
+        self,
+        jobs: Iterable[t.NewJob],
+        *,
+        prune: bool = False,
+        dry_run: bool = False,
+        calendars: Iterable[Calendar] = (),
     ) -> ApplyPlan:
         """Make the tenant's jobs match `jobs`, matched by name; the difference, applied.
 
@@ -209,8 +215,10 @@ class AsyncClient(TenantAndClusterCalls, CalendarCalls):
 
         `prune` deletes the jobs `jobs` does not name. Updates name the version the
         plan read: a job changed meanwhile raises VersionConflict (see `wheel.client.apply`).
+        `calendars` (definitions, `wheel.schedule.calendars.Calendar`) are applied first, so
+        the jobs that name them find them; prune leaves calendars alone.
         """
-        planned = await apply.plan(self, jobs, prune=prune)
+        planned = await apply.plan(self, jobs, prune=prune, calendars=calendars)
         if dry_run or not planned.changed:
             return planned
         return await apply.apply(self, planned)

@@ -20,87 +20,32 @@ from collections.abc import AsyncIterator, Iterable
 from datetime import date
 
 from wheel._proto.wheel.v1 import calendars_pb2 as cal
+from wheel.api.calendars import (
+    DateLike,
+    HolidayLike,
+    WeekdayLike,
+    calendar_message,
+    definition_of,
+)
 from wheel.client import requests
 from wheel.client import types as t
 from wheel.client.transport import Transport
-from wheel.schedule.calendars import (
-    WEEKDAY_NAMES,
-    DateRange,
-    HolidaySource,
-    parse_date_range,
-    parse_holiday_source,
-)
 from wheel.timestamps import to_datetime
-
-DateLike = DateRange | date | str
-"""A closed date or range: `DateRange`, a `date`, or `"2026-12-24..2027-01-02"`."""
-WeekdayLike = int | str
-"""0 = Monday ... 6 = Sunday, or `"sat"` / `"Saturday"`."""
-HolidayLike = HolidaySource | str
-"""`HolidaySource("GB", "ENG")` or `"GB-ENG"`."""
 
 
 def calendar_of(message: cal.Calendar) -> t.Calendar:
+    definition = definition_of(message)
     return t.Calendar(
         id=uuid.UUID(message.id),
-        name=message.name,
-        description=message.description,
-        dates=tuple(parse_date_range(_range_text(r)) for r in message.dates),
+        name=definition.name,
+        description=definition.description,
+        dates=definition.dates,
         weekdays=tuple(message.weekdays),
-        holidays=tuple(HolidaySource(h.country, h.subdivision) for h in message.holidays),
-        version=message.version,
+        holidays=definition.holidays,
+        version=definition.version,
         created_at=to_datetime(message.created_at),
         updated_at=to_datetime(message.updated_at),
     )
-
-
-def _range_text(message: cal.CalendarDateRange) -> str:
-    return f"{message.first}..{message.last}" if message.last else message.first
-
-
-def calendar_message(
-    name: str,
-    description: str,
-    dates: Iterable[DateLike],
-    weekdays: Iterable[WeekdayLike],
-    holidays: Iterable[HolidayLike],
-    *,
-    ident: str = "",
-    version: int = 0,
-) -> cal.Calendar:
-    ranges = [_date_range(item, f"dates[{i}]") for i, item in enumerate(dates)]
-    return cal.Calendar(
-        id=ident,
-        name=name,
-        description=description,
-        dates=[
-            cal.CalendarDateRange(first=r.first.isoformat(), last=r.last.isoformat())
-            for r in ranges
-        ],
-        weekdays=[_weekday(w) for w in weekdays],
-        holidays=[_holiday(item, f"holidays[{i}]") for i, item in enumerate(holidays)],
-        version=version,
-    )
-
-
-def _date_range(item: DateLike, field: str) -> DateRange:
-    if isinstance(item, DateRange):
-        return item
-    if isinstance(item, date):
-        return DateRange(item, item)
-    return parse_date_range(item, field)
-
-
-def _weekday(item: WeekdayLike) -> str:
-    """As the server reads it (it checks the name, and names the field when it is wrong)."""
-    if isinstance(item, int):
-        return WEEKDAY_NAMES[item] if 0 <= item <= 6 else str(item)
-    return item
-
-
-def _holiday(item: HolidayLike, field: str) -> cal.HolidaySource:
-    source = item if isinstance(item, HolidaySource) else parse_holiday_source(item, field)
-    return cal.HolidaySource(country=source.country, subdivision=source.subdivision)
 
 
 class CalendarCalls:

@@ -41,6 +41,8 @@ def to_plain(value: object) -> Any:
         return str(value)
     if isinstance(value, list | tuple):
         return [to_plain(item) for item in value]
+    if isinstance(value, set | frozenset):  # a calendar's weekdays
+        return [to_plain(item) for item in sorted(value)]
     if isinstance(value, dict):
         return {str(key): to_plain(item) for key, item in value.items()}
     return value

@@ -17,15 +17,15 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Generic, TypeVar
 
+from wheel.api import calendars
+from wheel.api.calendars import DateRange as DateRange  # as is
+from wheel.api.calendars import HolidaySource as HolidaySource  # as is
 from wheel.model.executions import ExecutionStatus, Outcome, Trigger
 from wheel.model.executions import Retry as Retry  # a person's retry, as is
 from wheel.model.http_tasks import HttpTask
 from wheel.model.ids import ExecutionId, JobId
 from wheel.model.jobs import JobSpec, JobStatus, Policies, Schedule
 from wheel.model.notifications import Webhook as Webhook  # the tenant's settings, as is
-from wheel.schedule import calendars
-from wheel.schedule.calendars import DateRange as DateRange  # as is
-from wheel.schedule.calendars import HolidaySource as HolidaySource  # as is
 
 T = TypeVar("T")
 

@@ -32,7 +32,7 @@ import bisect
 import functools
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
@@ -153,10 +153,10 @@ class Calendar:
     description: str = ""
     version: int = 0
     """The stored definition's version (0: not stored); updates name the version they edit."""
-    _index: _DateIndex = field(init=False, repr=False, compare=False, hash=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_index", _DateIndex.of(self.dates))
+    @functools.cached_property
+    def _index(self) -> _DateIndex:
+        return _DateIndex.of(self.dates)
 
     def closed(self, day: date) -> str | None:
         """Why `day` is not a business day ("Christmas Day", "Saturday", "a listed date

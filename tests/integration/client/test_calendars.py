@@ -9,12 +9,14 @@ import asyncio
 import json
 import uuid
 from datetime import date, timedelta
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
 
 import wheel
 from wheel.cli.calendars import calendars
+from wheel.cli.jobs import jobs
 from wheel.client import AsyncClient
 from wheel.client.types import DateRange
 from wheel.errors import Conflict, InvalidArgument, NotFound, VersionConflict
@@ -217,3 +219,73 @@ async def test_the_cli_creates_checks_updates_and_deletes_a_calendar(
     gone = await cli("show", "uk-holidays")
     assert gone.exit_code == 1
     assert "not found" in gone.output
+
+
+async def test_an_apply_file_holds_a_calendar_beside_its_jobs(
+    node: SchedulerNode, token: str, store: Store, tmp_path: Path
+) -> None:
+    env = {"WHEEL_ENDPOINTS": node.address, "WHEEL_TOKEN": token, "COLUMNS": "200"}
+    path = tmp_path / "schedules.toml"
+
+    async def apply(*args: str) -> Result:
+        def run() -> Result:
+            return CliRunner().invoke(jobs, ["apply", "-f", str(path), *args], env=env)
+
+        return await asyncio.to_thread(run)
+
+    def write(weekdays: str, holidays: str = '["GB-ENG"]', extra: str = "") -> None:
+        path.write_text(
+            f"""
+[calendars.uk-holidays]
+holidays = {holidays}
+weekdays = {weekdays}
+dates = ["{SHUTDOWN}", {YEAR}-06-01]
+{extra}
+
+[jobs.nightly]
+task = "reports.nightly"
+cron = "30 1 * * *"
+tz = "Europe/London"
+"""
+        )
+
+    write('["sat", "sun"]')
+    planned = await apply("--dry-run")
+    assert planned.exit_code == 0, planned.output
+    assert [line.split() for line in planned.stdout.splitlines() if "uk-holidays" in line] == [
+        ["create", "uk-holidays"]
+    ]
+    assert await _rows(store) == []
+    made = await apply()
+    assert made.exit_code == 0, made.output
+    async with AsyncClient(node.address, token=token) as client:
+        calendar = await client.get_calendar("uk-holidays")
+        assert calendar.weekdays == ("sat", "sun")
+        assert calendar.dates[1] == DateRange(date(YEAR, 6, 1), date(YEAR, 6, 1))
+        assert (await client.get_job("nightly")).name == "nightly"
+        again = await apply()
+        assert again.exit_code == 0, again.output
+        assert "nothing to change" in again.stdout
+        assert (await client.get_calendar("uk-holidays")).version == 1
+
+        write('"sun"')
+        edited = await apply()
+        assert edited.exit_code == 0, edited.output
+        assert [line.split() for line in edited.stdout.splitlines() if "uk-holidays" in line] == [
+            ["update", "uk-holidays", "weekdays"]
+        ]
+        now = await client.get_calendar("uk-holidays")
+        assert (now.version, now.weekdays) == (2, ("sun",))
+
+    written = await _rows(store)
+    for weekdays, holidays, extra, words in [
+        ('["sun", "someday"]', '"GB"', "", "[calendars.uk-holidays]: weekdays[1]: unknown weekday"),
+        ('"sun"', '"GB"', 'holiday = ["GB"]', "[calendars.uk-holidays]: holiday: is not one of"),
+        ('"sun"', '["GB-NOWHERE"]', "", "unknown subdivision 'NOWHERE' of GB"),
+    ]:  # fmt: skip
+        write(weekdays, holidays, extra)
+        refused = await apply()
+        assert refused.exit_code == 2, refused.output
+        assert "--file" in refused.output
+        assert words in " ".join(refused.output.split()), refused.output
+    assert await _rows(store) == written

@@ -8,98 +8,20 @@ by name alike. Definitions are checked whole before anything is written
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 
 from wheel._proto.wheel.v1 import calendars_pb2 as cal
+from wheel.api.calendars import calendar_from, calendar_ref, calendar_to
 from wheel.api.server.rpc import Rpc, Service
 from wheel.errors import InvalidArgument, NotFound
-from wheel.model.calendars import CalendarId, StoredCalendar
+from wheel.model.calendars import StoredCalendar
 from wheel.model.ids import TenantId
-from wheel.schedule.calendars import (
-    Calendar,
-    DateRange,
-    check_name,
-    check_span,
-    holiday_source,
-    parse_date,
-    parse_weekday,
-    validate,
-    weekday_names,
-)
+from wheel.schedule.calendars import check_span, parse_date
 from wheel.store import Store
-from wheel.timestamps import to_timestamp
 
 SERVICE = "wheel.v1.Calendars"
 _DEFAULT_SPAN = timedelta(days=365)
-
-
-def calendar_to(stored: StoredCalendar) -> cal.Calendar:
-    calendar = stored.calendar
-    return cal.Calendar(
-        id=str(stored.id),
-        name=calendar.name,
-        description=calendar.description,
-        dates=[
-            cal.CalendarDateRange(first=r.first.isoformat(), last=r.last.isoformat())
-            for r in calendar.dates
-        ],
-        weekdays=weekday_names(calendar.weekdays),
-        holidays=[
-            cal.HolidaySource(country=s.country, subdivision=s.subdivision)
-            for s in calendar.holidays
-        ],
-        version=calendar.version,
-        created_at=to_timestamp(stored.created_at),
-        updated_at=to_timestamp(stored.updated_at),
-    )
-
-
-def calendar_from(message: cal.Calendar, prefix: str = "calendar.") -> Calendar:
-    """The definition a request carries, valid, or InvalidArgument naming its field as sent."""
-    dates = []
-    for index, given in enumerate(message.dates):
-        field = f"{prefix}dates[{index}]"
-        first = parse_date(given.first, f"{field}.first")
-        last = parse_date(given.last, f"{field}.last") if given.last else first
-        dates.append(DateRange(first, last))
-    calendar = Calendar(
-        name=message.name,
-        dates=tuple(dates),
-        weekdays=frozenset(
-            parse_weekday(text, f"{prefix}weekdays[{index}]")
-            for index, text in enumerate(message.weekdays)
-        ),
-        holidays=tuple(
-            holiday_source(given.country, given.subdivision, f"{prefix}holidays[{index}]")
-            for index, given in enumerate(message.holidays)
-        ),
-        description=message.description,
-    )
-    try:
-        return validate(calendar)
-    except InvalidArgument as exc:
-        field = exc.field if exc.field.startswith(prefix) else f"{prefix}{exc.field}"
-        if exc.field == "calendar":
-            field = prefix.rstrip(".") or "calendar"
-        raise InvalidArgument(field, exc.reason) from None
-
-
-def calendar_ref(text: str, field: str = "id") -> CalendarId | str:
-    """A calendar named by its id (a UUID) or by its name: the id, or the name to look up."""
-    if not text:
-        raise InvalidArgument(field, "is required")
-    try:
-        return CalendarId(uuid.UUID(text))
-    except ValueError:
-        pass
-    try:
-        check_name(text, field)
-    except InvalidArgument as exc:
-        reason = f"is neither a calendar id (a UUID) nor a name: {exc.reason}"
-        raise InvalidArgument(field, reason) from None
-    return text
 
 
 class CalendarsApi:
