@@ -169,3 +169,13 @@ async def test_a_job_names_only_calendars_its_tenant_has(api: Api) -> None:
         )
     )
     assert (refused.details() or "").startswith("calendars: no calendar named")
+    alone = await rpc_error(
+        api.alice.jobs.PreviewSchedule(
+            apb.PreviewScheduleRequest(
+                schedule=cron("0 9 * * *"),
+                calendar_policy=pb.CALENDAR_POLICY_NEXT_BUSINESS_DAY,
+            ),
+            metadata=api.alice.metadata,
+        )
+    )
+    assert (alone.details() or "").startswith("calendar_policy: goes with calendars")

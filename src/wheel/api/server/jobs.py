@@ -435,6 +435,8 @@ class JobsApi:
     ) -> BusinessDays | None:
         """The business calendars a preview applies: those it names, else its job's own."""
         policy = convert.calendar_policy(request.calendar_policy, "calendar_policy")
+        if request.calendar_policy and not request.calendars:
+            raise InvalidArgument("calendar_policy", "goes with calendars (the ones it applies to)")
         if request.without_calendars:
             if request.calendars:
                 raise InvalidArgument("calendars", "not with without_calendars")
