@@ -25,6 +25,7 @@ from wheel.model import executions as mx
 from wheel.model import jobs as mj
 from wheel.model.http_tasks import HttpTask
 from wheel.model.ids import ExecutionKey, JobId
+from wheel.model.pauses import Pause
 from wheel.schedule import PreviewRun
 from wheel.timestamps import shared_timestamp, to_timestamp
 
@@ -397,7 +398,18 @@ def job_to(job: mj.Job) -> pb.Job:
         version=job.version,
         created_at=shared_timestamp(job.created_at),
         updated_at=shared_timestamp(job.updated_at),
+        **_pause_fields(job.pause),
     )
+
+
+def _pause_fields(pause: Pause | None) -> dict[str, Any]:
+    """A paused job's note, who and when, as Job's fields (none while it is not paused)."""
+    if pause is None:
+        return {}
+    fields: dict[str, Any] = {"pause_note": pause.note, "paused_by": pause.by}
+    if pause.at is not None:
+        fields["paused_at"] = to_timestamp(pause.at)
+    return fields
 
 
 def _set_time(message: object, name: str, value: datetime | None) -> None:

@@ -198,11 +198,6 @@ def _get(client: Client, job_id: str) -> types.Job:
     return client.get_job(job_id, with_runs=True)
 
 
-def _pause(client: Client, job_id: str) -> types.Job:
-    """Stop firing JOB's runs until it is resumed."""
-    return client.pause_job(job_id)
-
-
 def _resume(client: Client, job_id: str) -> types.Job:
     """Fire JOB's runs again (its misfire policy decides about missed ones)."""
     return client.resume_job(job_id)
@@ -214,9 +209,25 @@ def _delete(client: Client, job_id: str) -> types.Job:
 
 
 _job_command("get", "job", _get)
-_job_command("pause", "job paused", _pause)
 _job_command("resume", "job resumed", _resume)
 _job_command("delete", "job deleted", _delete)
+
+
+@jobs.command("pause")
+@click.argument("job_id", metavar="JOB")
+@click.option(
+    "--note", default="",
+    help="Why, for whoever looks next (one line, at most 500 characters): lists, show, "
+    "explain and the dashboard say it with who paused and when. Pausing a paused job "
+    "with another note replaces it.",
+)  # fmt: skip
+@connected
+def pause(session: Session, job_id: str, note: str) -> None:
+    """Stop firing JOB's runs until it is resumed."""
+    from wheel.cli import show
+
+    job = session.call(lambda client: client.pause_job(job_id, note=note))
+    session.show(job, lambda console: show.job(console, "job paused", job))
 
 
 @jobs.command("apply")

@@ -9,7 +9,7 @@ bypasses all of this (`wheel.client.plain`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from rich import box
@@ -105,7 +105,9 @@ def fields(console: Console, title: str, rows: Iterable[tuple[str, object]]) -> 
     console.print(table)
 
 
-def job(console: Console, title: str, item: types.Job) -> None:
+def job(console: Console, title: str, item: types.Job, now: datetime | None = None) -> None:
+    """One job's fields; a paused job's line says who paused it, how long ago (by `now`,
+    the reader's clock) and why."""
     fields(
         console,
         title,
@@ -114,6 +116,7 @@ def job(console: Console, title: str, item: types.Job) -> None:
             ("name", item.name),
             ("task", item.task_type),
             ("status", item.status),
+            ("paused", _paused(item, now)),
             ("version", item.version),
             ("schedule", describe_schedule(item.schedule)),
             ("policies", describe_policies(item.policies)),
@@ -128,9 +131,16 @@ def job(console: Console, title: str, item: types.Job) -> None:
     )
 
 
-def jobs(console: Console, page: types.Page[types.Job], wide: bool = False) -> None:
+def jobs(
+    console: Console,
+    page: types.Page[types.Job],
+    wide: bool = False,
+    now: datetime | None = None,
+) -> None:
     """A row a job, its name first; its version (`jobs get` shows it, `jobs update` asks for
-    it) and id (jobs are named by name) only with --wide."""
+    it) and id (jobs are named by name) only with --wide. A paused job's status says who
+    paused it, how long ago (by `now`, the reader's clock) and why."""
+    now = now or datetime.now(UTC)
     columns = [
         Col("name", fold=True),
         Col("task", fold=True),
@@ -146,7 +156,7 @@ def jobs(console: Console, page: types.Page[types.Job], wide: bool = False) -> N
         row = [
             item.name,
             item.task_type,
-            _job_status(item),
+            _job_status(item, now),
             describe_schedule(item.schedule),
             last_run(item.last_run).replace("T", " "),
             cell_when(item.next_run_at) if item.next_run_at else "-",
@@ -156,11 +166,24 @@ def jobs(console: Console, page: types.Page[types.Job], wide: bool = False) -> N
     _more(console, page.next_page_token)
 
 
-def _job_status(item: types.Job) -> str:
-    """The job's status, flagged when its runs need attention: "active: 3 unserved"."""
+def _job_status(item: types.Job, now: datetime) -> str:
+    """The job's status, flagged when its runs need attention: "active: 3 unserved"; a
+    paused job's says who paused it and why: "paused by alice 2 h ago: vendor outage"."""
+    status = _paused(item, now) or str(item.status)
     if item.attention is None:
-        return str(item.status)
-    return f"{item.status}: {item.attention.summary}"
+        return status
+    return (
+        f"{status}; {item.attention.summary}"
+        if item.pause
+        else f"{status}: {item.attention.summary}"
+    )
+
+
+def _paused(item: types.Job, now: datetime | None) -> str | None:
+    """'paused by alice 2 h ago: vendor outage, INC-123' for a paused job, else None."""
+    if item.pause is None:
+        return None
+    return item.pause.said(now or datetime.now(UTC))
 
 
 def _table(console: Console, columns: list[Col], rows: list[list[str]], wide: bool) -> None:

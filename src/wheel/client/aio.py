@@ -312,9 +312,13 @@ class AsyncClient(TenantAndClusterCalls, CalendarCalls):
             await self._transport.call(lambda s: s.jobs.UpdateJob, request, retry=False)
         )
 
-    async def pause_job(self, job_id: JobRef) -> t.Job:
-        """Stop firing the job's occurrences until it is resumed (pausing twice is harmless)."""
-        request = api.JobRef(id=str(job_id))
+    async def pause_job(self, job_id: JobRef, *, note: str = "") -> t.Job:
+        """Stop firing the job's occurrences until it is resumed, with an optional note
+        for whoever looks next: `await client.pause_job("nightly", note="vendor outage")`.
+        The job's `pause` then says the note, who paused (this client's token name) and
+        when. Pausing twice is harmless; pausing a paused job with another note replaces
+        the note, who and when."""
+        request = api.PauseJobRequest(id=str(job_id), note=note)
         return messages.job(
             await self._transport.call(lambda s: s.jobs.PauseJob, request, retry=True)
         )

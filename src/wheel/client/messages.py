@@ -111,7 +111,14 @@ def job(message: pb.Job) -> t.Job:
             if message.HasField("attention")
             else None
         ),
+        pause=_pause(message),
     )
+
+
+def _pause(message: pb.Job) -> t.Pause | None:
+    if message.status != pb.JOB_STATUS_PAUSED:
+        return None
+    return t.Pause(message.pause_note, message.paused_by, _optional_time(message, "paused_at"))
 
 
 def attempt(message: pb.Attempt) -> t.Attempt:

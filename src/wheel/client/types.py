@@ -26,6 +26,7 @@ from wheel.model.http_tasks import HttpTask
 from wheel.model.ids import ExecutionId, JobId
 from wheel.model.jobs import JobSpec, JobStatus, Policies, Schedule
 from wheel.model.notifications import Webhook as Webhook  # the tenant's settings, as is
+from wheel.model.pauses import Pause as Pause  # why a job is paused, as is
 
 T = TypeVar("T")
 
@@ -85,6 +86,9 @@ class Job:
     """Set: an HTTP task, POSTed to this target by the nodes."""
     attention: JobAttention | None = None
     """Its runs that need a person now (listed `with_runs`); None when none do."""
+    pause: Pause | None = None
+    """While it is paused: the note, who paused it and when (`job.pause.said()`); None
+    while it is not paused."""
 
     @property
     def spec(self) -> JobSpec:

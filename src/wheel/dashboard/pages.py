@@ -102,7 +102,14 @@ FILTERS = {
     "ordinal": ordinal,
     "lateness": lateness,
     "took": lambda e: _seconds(e.started_at, e.finished_at),
+    "paused": lambda job: paused(job, datetime.now(UTC)),
 }
+
+
+def paused(job: Job, now: datetime) -> str:
+    """A paused job's line: "paused by alice 2 h ago: vendor outage, INC-123" ('' while it
+    is not paused), how long ago by the page's clock."""
+    return job.pause.said(now) if job.pause is not None else ""
 
 
 # -- jobs -----------------------------------------------------------------------------------
@@ -162,8 +169,10 @@ async def job(client: AsyncClient, request: web.Request) -> dict[str, Any]:
 
 async def act(client: AsyncClient, request: web.Request) -> dict[str, Any]:
     ref, action = request.match_info["ref"], request.match_info["action"]
+    form = await request.post()
     if action == "pause":
-        done: Job | Execution = await client.pause_job(ref)
+        # The note is the API's to check (one line, 500 characters): a refusal names it.
+        done: Job | Execution = await client.pause_job(ref, note=str(form.get("note", "")))
         target = f"/jobs/{done.id}"
     elif action == "resume":
         done = await client.resume_job(ref)
@@ -171,7 +180,6 @@ async def act(client: AsyncClient, request: web.Request) -> dict[str, Any]:
     else:
         run = await client.trigger_job(ref)
         target = f"/runs/{run.id}"
-    form = await request.post()
     back = str(form.get("back", ""))
     if action != "trigger" and back.startswith("/jobs") and not back.startswith("/jobs/"):
         target = back  # the list, at the page the form was on

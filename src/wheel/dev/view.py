@@ -44,6 +44,7 @@ from wheel.model.executions import (
     not_late_because,
 )
 from wheel.model.ids import ExecutionKey, JobId, TenantId
+from wheel.model.pauses import Pause
 from wheel.store import Store
 
 REFRESH_S = 0.5
@@ -111,6 +112,9 @@ class ExecutionRow:
         trigger = Trigger(last[0]) if last else Trigger.SCHEDULE
         if status == "pending" and job_status == "paused":
             status = "paused"  # it waits for its job to be resumed, not for an executor
+            # Who paused the job, when and why ("paused by alice 2 h ago: vendor outage").
+            pause = Pause(note=last[2], by=last[1], at=last[3]) if len(last) >= 4 else Pause()
+            note = note or pause.said(now)
         elif status == "pending" and now is not None and late_by_s(fire_at, now) > OVERDUE_AFTER_S:
             status = "overdue"
         key = ExecutionKey(JobId(uuid.UUID(str(job_id))), scheduled_for)

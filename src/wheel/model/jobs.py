@@ -7,11 +7,15 @@ import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from wheel.errors import InvalidArgument
 from wheel.model.http_tasks import RESERVED_PREFIX, HttpTask
 from wheel.model.ids import JobId, PartitionId, TenantId
 from wheel.model.urls import check_webhook_url
+
+if TYPE_CHECKING:
+    from wheel.model.pauses import Pause
 
 MAX_NAME_LENGTH = 200
 MAX_ATTEMPTS = 100
@@ -216,3 +220,5 @@ class Job:
     """The version the existing occurrences were made from (0: none yet)."""
     created_at: datetime
     updated_at: datetime
+    pause: Pause | None = None
+    """While it is paused: its note, who paused it and when (None while it is not)."""

@@ -104,6 +104,10 @@ class RecentExecution(NamedTuple):
     """The job's: 'paused' makes its pending runs wait."""
     trigger: str
     """Why it exists: 'schedule', 'manual' or 'backfill'."""
+    paused_by: str = ""
+    """While its job is paused: who paused it, why and when (wheel.model.pauses)."""
+    pause_note: str = ""
+    paused_at: datetime | None = None
 
 
 ATTENTION_RECENT_RUNS = 10

@@ -39,6 +39,7 @@ from wheel.model.jobs import (
     Schedule,
     ScheduleKind,
 )
+from wheel.model.pauses import Pause
 from wheel.store import pagination
 from wheel.store.occurrences import Occurrences
 from wheel.store.pool import Pool
@@ -151,7 +152,16 @@ def job_of(row: dict[str, Any], spec: JobSpec) -> Job:
         materialised_version=row["materialised_version"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        pause=_pause_of(row),
     )
+
+
+def _pause_of(row: dict[str, Any]) -> Pause | None:
+    """A paused job's note, who and when (insert_jobs returns none of them: its jobs
+    are new, so active)."""
+    if row["status"] != JobStatus.PAUSED.value:
+        return None
+    return Pause(row.get("pause_note", ""), row.get("paused_by", ""), row.get("paused_at"))
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -378,12 +388,33 @@ class Jobs:
             raise InvalidTransition("job", job_id, current.status.value, "update")
         raise VersionConflict("job", job_id, expected_version, current.version)
 
-    async def pause(self, tenant_id: TenantId, job_id: JobId) -> Job:
-        """Stop dispatching the job's occurrences until resumed (pausing twice is harmless)."""
-        return await self._move(tenant_id, job_id, JobStatus.PAUSED, "pause")
+    async def pause(
+        self, tenant_id: TenantId, job_id: JobId, *, note: str = "", by_token: bytes | None = None
+    ) -> Job:
+        """Stop dispatching the job's occurrences until resumed, keeping `note`, who paused
+        it (the name of the token whose SHA-256 is `by_token`, the caller's: "a person"
+        without one) and when (the database's clock). Pausing a paused job with another
+        note replaces the three; with the note it has, it changes nothing (a repeated
+        pause is harmless and keeps the first who and when). The note is checked by the
+        caller (`wheel.model.pauses.check_note`)."""
+        row = await self._one(
+            sql("pause_job"),
+            {"id": job_id, "tenant_id": tenant_id, "note": note, "by_token": by_token},
+        )
+        if row is not None:
+            return job_from_row(row)
+        return await self._unchanged(tenant_id, job_id, JobStatus.PAUSED, "pause")
 
     async def resume(self, tenant_id: TenantId, job_id: JobId) -> Job:
-        return await self._move(tenant_id, job_id, JobStatus.ACTIVE, "resume")
+        """Dispatch the job's occurrences again; its pause note, who and when are cleared."""
+        row = await self._one(sql("resume_job"), {"id": job_id, "tenant_id": tenant_id})
+        if row is None:
+            return await self._unchanged(tenant_id, job_id, JobStatus.ACTIVE, "resume")
+        job = job_from_row(row)
+        # Its owner skipped its occurrences while paused: have it look again (the
+        # misfire policy decides about those that came due meanwhile).
+        await self._occurrences.notify_due(job.partition, _EPOCH)
+        return job
 
     async def delete(self, tenant_id: TenantId, job_id: JobId) -> Job:
         """Mark the job deleted and cancel its pending occurrences, in one transaction."""
@@ -406,28 +437,6 @@ class Jobs:
         if row is None:
             return await self._unchanged(tenant_id, job_id, JobStatus.DELETED, "delete")
         return job_from_row(row)
-
-    async def _move(
-        self, tenant_id: TenantId, job_id: JobId, target: JobStatus, operation: str
-    ) -> Job:
-        source = JobStatus.PAUSED if target is JobStatus.ACTIVE else JobStatus.ACTIVE
-        row = await self._one(
-            sql("set_job_status"),
-            {
-                "id": job_id,
-                "tenant_id": tenant_id,
-                "status": target.value,
-                "from_statuses": [source.value],
-            },
-        )
-        if row is not None:
-            job = job_from_row(row)
-            if target is JobStatus.ACTIVE:
-                # Its owner skipped its occurrences while paused: have it look again
-                # (the misfire policy decides about those that came due meanwhile).
-                await self._occurrences.notify_due(job.partition, _EPOCH)
-            return job
-        return await self._unchanged(tenant_id, job_id, target, operation)
 
     async def _unchanged(
         self, tenant_id: TenantId, job_id: JobId, target: JobStatus, operation: str

@@ -102,6 +102,11 @@ CREATE TABLE jobs (
     -- tasks executors run); 4xx answers are retried only with the flag.
     http_url            text NOT NULL DEFAULT '',
     http_retry_client_errors boolean NOT NULL DEFAULT false,
+    -- A paused job's note, who paused it (the API token's name) and when; '', '' and
+    -- NULL while it is not paused (resuming clears them).
+    pause_note          text NOT NULL DEFAULT '',
+    paused_by           text NOT NULL DEFAULT '',
+    paused_at           timestamptz,
     CHECK ((schedule_kind = 'at') = (run_at IS NOT NULL)),
     CHECK ((schedule_kind = 'cron') = (cron IS NOT NULL))
 );

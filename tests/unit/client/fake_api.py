@@ -32,6 +32,7 @@ from wheel.api import convert
 from wheel.api.status import to_status
 from wheel.errors import InvalidTransition, NotFound, VersionConflict, WheelError
 from wheel.model.ids import ExecutionKey
+from wheel.model.pauses import check_note
 from wheel.timestamps import to_datetime, to_timestamp
 
 T = TypeVar("T")
@@ -39,6 +40,10 @@ Context = grpc.aio.ServicerContext[Any, Any]
 
 NOW = datetime(2027, 3, 27, 12, 0, tzinfo=UTC)
 """The fake's clock: every created_at, and where previews start."""
+PAUSED_BY = "ci-token"
+"""Who the fake says paused a job (the real API: the calling token's name)."""
+PAUSED_AGO = timedelta(hours=2)
+"""How long before the call the fake says a job was paused (the real API: the call's time)."""
 DST_NOTE = "01:30 does not exist on 2027-03-28 in Europe/London; runs at 02:00 BST"
 
 
@@ -215,18 +220,30 @@ class FakeApi(api_grpc.JobsServicer, api_grpc.ExecutionsServicer, api_grpc.Clust
         return await self._handle("UpdateJob", request, context, answer)
 
     async def _set_status(
-        self, method: str, request: api.JobRef, context: Context, status: int
+        self,
+        method: str,
+        request: api.JobRef | api.PauseJobRequest,
+        context: Context,
+        status: int,
     ) -> pb.Job:
         async def answer() -> pb.Job:
             job = self._job(request.id)
             if job.status == pb.JOB_STATUS_DELETED and status != pb.JOB_STATUS_DELETED:
                 raise InvalidTransition("job", request.id, "deleted", method.lower())
+            if isinstance(request, api.PauseJobRequest):
+                check_note(request.note)  # as the real API, before anything is written
             job.status = status  # type: ignore[assignment]
+            if isinstance(request, api.PauseJobRequest):  # paused by the fake's one token
+                job.pause_note, job.paused_by = request.note, PAUSED_BY
+                job.paused_at.CopyFrom(to_timestamp(datetime.now(UTC) - PAUSED_AGO))
+            elif status == pb.JOB_STATUS_ACTIVE:
+                for name in ("pause_note", "paused_by", "paused_at"):
+                    job.ClearField(name)
             return job
 
         return await self._handle(method, request, context, answer)
 
-    async def PauseJob(self, request: api.JobRef, context: Context) -> pb.Job:  # type: ignore[override]
+    async def PauseJob(self, request: api.PauseJobRequest, context: Context) -> pb.Job:  # type: ignore[override]
         return await self._set_status("PauseJob", request, context, pb.JOB_STATUS_PAUSED)
 
     async def ResumeJob(self, request: api.JobRef, context: Context) -> pb.Job:  # type: ignore[override]

@@ -10,15 +10,16 @@ every module under `src/wheel/client` may import only
   (conversions, the status mapping, the signature checks), `wheel.model` (the
   domain types), `wheel.errors` (the exception tree), `wheel._proto` (the
   generated messages and stubs) and `wheel._version`;
-- the leaves it uses: `wheel.eventloop` (the sync client's loop) and
-  `wheel.timestamps` (protobuf Timestamp <-> datetime).
+- the leaves it uses: `wheel.eventloop` (the sync client's loop),
+  `wheel.timestamps` (protobuf Timestamp <-> datetime) and `wheel.durations`
+  (how long ago a job was paused, in the model's words).
 
 and never `wheel` itself: the package root names the SDK and the executor
 lazily, so an import of it from below is an upward edge. The contract
 (`src/wheel/api` without `server/`) may import the same, bar the SDK, plus
 `wheel.schedule`, the pure cron/zone/DST package (its preview runs become
 `NextRun` messages there). A leaf is a module that imports no other wheel
-module; `test_the_leaves_are_leaves` keeps the two listed ones so. A new leaf
+module; `test_the_leaves_are_leaves` keeps the listed ones so. A new leaf
 joins a list here when the SDK needs it.
 
 Every import counts: at module top, inside functions and under
@@ -37,7 +38,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[3] / "src"
 PACKAGE = SRC / "wheel"
 
-LEAVES = ("wheel.eventloop", "wheel.timestamps")
+LEAVES = ("wheel.eventloop", "wheel.timestamps", "wheel.durations")
 CONTRACT = ("wheel.api", "wheel.model", "wheel.errors", "wheel._proto", "wheel._version")
 SDK_MAY_IMPORT = ("wheel.client", *CONTRACT, *LEAVES)
 API_MAY_IMPORT = (*CONTRACT, "wheel.schedule", *LEAVES)

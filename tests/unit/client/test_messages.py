@@ -188,6 +188,6 @@ def test_plain_data_names_units_and_loses_nothing() -> None:
     assert list(document) == [
         "id", "name", "task_type", "payload_base64", "schedule", "policies", "status",
         "version", "created_at", "updated_at", "warnings", "last_run", "next_run_at", "http",
-        "attention",
+        "attention", "pause",
     ]  # fmt: skip
     assert document["http"] is None

@@ -149,3 +149,15 @@ def test_the_summary_counts_runs_a_second_failures_and_what_waits() -> None:
     assert summary(rows, now, "3/3 nodes, executor up") == (
         "3/3 nodes, executor up | 0.4 runs/s | 1 failed | 1 waiting | 1 paused"
     )
+
+
+def test_a_paused_jobs_pending_run_says_who_paused_it_when_and_why() -> None:
+    now = AT + timedelta(hours=2)
+    record = ("hello", JOB, AT, AT, "pending", 0, 3, None, None, None, None, "paused",
+              "schedule", "alice", "vendor outage, INC-123", AT)  # fmt: skip
+    paused = ExecutionRow.from_record(record, now)
+    assert (paused.status, paused.note) == (
+        "paused",
+        "paused by alice 2 h ago: vendor outage, INC-123",
+    )
+    assert "reason=paused by alice 2 h ago: vendor outage, INC-123" in format_line(paused)

@@ -42,6 +42,7 @@ from wheel.model.executions import (
 from wheel.model.ids import ExecutionKey, TenantId
 from wheel.model.jobs import Job, JobStatus
 from wheel.model.notifications import Delivery, DeliveryState, redacted
+from wheel.model.pauses import Pause
 from wheel.model.summaries import settled
 from wheel.schedule import compile_schedule
 from wheel.store import Store
@@ -194,9 +195,7 @@ class Explainer:
                 "succeeded",
                 f"on executor {execution.executor_id or '?'}{late}",
             )
-        result.steps.sort(
-            key=lambda s: (s.at.seconds, s.at.nanos) if s.HasField("at") else (1 << 62, 0)
-        )
+        _in_order(result)
 
     async def _state(
         self, result: api.Explanation, job: Job, execution: Execution
@@ -261,6 +260,11 @@ class Explainer:
         held = f"node {owner} (epoch {epoch})" if owner else "no node right now"
         _step(result, None, "partition", f"partition {execution.partition} is held by {held}")
         why = await self._waiting.of_one(job, execution)
+        if why.word is Waiting.PAUSED:
+            # When, by whom and why, among the run's steps (the verdict says it too).
+            pause = job.pause or Pause()
+            _step(result, pause.at, "paused", f"its job was {pause.said()}")
+            _in_order(result)
         return _VERDICT[why.word], why.detail
 
     async def _owner(self, partition: int) -> tuple[str | None, int | None]:
@@ -334,6 +338,13 @@ def _notified(result: api.Explanation, delivery: Delivery) -> None:
     else:
         being = f"being sent (try {delivery.tries})" if delivery.tries else "not sent yet"
         _step(result, delivery.created_at, "notification pending", f"{about}: {being}")
+
+
+def _in_order(result: api.Explanation) -> None:
+    """The steps by their instants; those without one (facts of now) last."""
+    result.steps.sort(
+        key=lambda s: (s.at.seconds, s.at.nanos) if s.HasField("at") else (1 << 62, 0)
+    )
 
 
 def _step(result: api.Explanation, at: datetime | None, what: str, detail: str) -> None:

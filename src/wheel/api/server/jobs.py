@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.api import convert
+from wheel.api.server.auth import caller_token
 from wheel.api.server.job_refs import resolve
 from wheel.api.server.registration import (
     Registered,
@@ -38,6 +39,7 @@ from wheel.errors import (
 from wheel.model.executions import DueOccurrence, NewOccurrence, Trigger
 from wheel.model.ids import ExecutionKey, JobId, TenantId
 from wheel.model.jobs import Job, JobStatus, OverlapPolicy, Policies, ScheduleKind
+from wheel.model.pauses import check_note
 from wheel.notify.egress import DEFAULT_EGRESS, EgressPolicy
 from wheel.schedule import SchedulePlan, compile_schedule, preview, preview_around
 from wheel.store import Store, pagination
@@ -106,7 +108,7 @@ class JobsApi:
                 Rpc("GetJob", api.GetJobRequest, self.get),
                 Rpc("ListJobs", api.ListJobsRequest, self.list),
                 Rpc("UpdateJob", api.UpdateJobRequest, self.update),
-                Rpc("PauseJob", api.JobRef, self.pause),
+                Rpc("PauseJob", api.PauseJobRequest, self.pause),
                 Rpc("ResumeJob", api.JobRef, self.resume),
                 Rpc("DeleteJob", api.JobRef, self.delete),
                 Rpc("PreviewSchedule", api.PreviewScheduleRequest, self.preview),
@@ -367,9 +369,14 @@ class JobsApi:
             compile_schedule(spec.schedule, job_id, now=self._clock())
         return convert.job_to(await self._store.jobs.update(tenant, job_id, given.version, spec))
 
-    async def pause(self, request: api.JobRef, tenant: TenantId) -> pb.Job:
+    async def pause(self, request: api.PauseJobRequest, tenant: TenantId) -> pb.Job:
+        """Pause with an optional note; who paused is the calling token's name."""
+        check_note(request.note, "note")
         job_id = await self._ref(tenant, request.id)
-        return convert.job_to(await self._store.jobs.pause(tenant, job_id))
+        paused = await self._store.jobs.pause(
+            tenant, job_id, note=request.note, by_token=caller_token()
+        )
+        return convert.job_to(paused)
 
     async def resume(self, request: api.JobRef, tenant: TenantId) -> pb.Job:
         job_id = await self._ref(tenant, request.id)

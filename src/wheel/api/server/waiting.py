@@ -44,6 +44,7 @@ from wheel.model.executions import (
 from wheel.model.http_tasks import HTTP_POOL, is_http_task_type
 from wheel.model.ids import ExecutionKey, JobId, TenantId
 from wheel.model.jobs import Job, JobStatus, OverlapPolicy, ScheduleKind
+from wheel.model.pauses import Pause
 from wheel.model.tenants import Tenant
 from wheel.store import Store
 
@@ -101,12 +102,18 @@ def when(instant: datetime) -> str:
     return instant.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def paused_detail(job: Job) -> str:
+    """A paused job's run, in the words lists and explain share: who paused the job,
+    when and why ("its job was paused by alice at …Z: vendor outage, INC-123; it runs
+    (or the misfire policy decides) on resume")."""
+    said = (job.pause or Pause()).said()
+    return f"its job was {said}; it runs (or the misfire policy decides) on resume"
+
+
 def not_due(job: Job, execution: Execution, now: datetime) -> Why | None:
     """The reasons that need no fact beyond the run and its job, or None when it is due."""
     if job.status is JobStatus.PAUSED:
-        return Why(
-            Waiting.PAUSED, "its job is paused: it runs (or the misfire policy decides) on resume"
-        )
+        return Why(Waiting.PAUSED, paused_detail(job))
     if execution.fire_at > now:
         if execution.try_attempt > 0:
             attempt, tried = execution.try_attempt, of_try(execution.tries)

@@ -2,7 +2,8 @@
 -- (the executions_tenant_newest index, a range scan): what `wheel dev`'s view shows.
 SELECT j.name, e.job_id, e.scheduled_for, e.fire_at, e.status::text, e.attempt,
        j.max_attempts, e.executor_id, e.started_at, coalesce(e.error, e.reason),
-       e.finished_at, j.status, e.trigger
+       e.finished_at, j.status, e.trigger,
+       j.paused_by, j.pause_note, j.paused_at
 FROM executions e
 JOIN jobs j ON j.id = e.job_id
 WHERE e.tenant_id = %(tenant)s

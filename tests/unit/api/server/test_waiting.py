@@ -7,7 +7,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from wheel.api.server.served import ExecutorOnNode, Served
-from wheel.api.server.waiting import Attention, Facts, Waiting, attention, classify
+from wheel.api.server.waiting import Attention, Facts, Waiting, attention, classify, when
 from wheel.model.executions import (
     OVERDUE_AFTER_S,
     Execution,
@@ -25,6 +25,7 @@ from wheel.model.jobs import (
     Schedule,
     ScheduleKind,
 )
+from wheel.model.pauses import Pause
 from wheel.model.tenants import Tenant
 
 NOW = datetime.now(UTC)
@@ -115,3 +116,18 @@ def test_a_jobs_attention_splits_due_runs_into_unserved_or_overdue() -> None:
     assert attention(job(), None, served) == Attention()
     assert not Attention().needed
     assert Attention(unserved=3, failing=1).summary == "3 unserved, 1 failing"
+
+
+def test_a_paused_jobs_run_says_who_paused_it_when_and_why() -> None:
+    at = NOW - timedelta(hours=2)
+    paused = job(status=JobStatus.PAUSED, pause=Pause("vendor outage, INC-123", "alice", at))
+    why = classify(paused, run(paused, 30), facts())
+    assert why.word is Waiting.PAUSED
+    assert why.detail == (
+        f"its job was paused by alice at {when(at)}: vendor outage, INC-123; "
+        "it runs (or the misfire policy decides) on resume"
+    )
+    unknown = job(status=JobStatus.PAUSED)  # paused before pauses kept who and why
+    assert classify(unknown, run(unknown, 30), facts()).detail == (
+        "its job was paused; it runs (or the misfire policy decides) on resume"
+    )

@@ -81,6 +81,14 @@ class JobRef(_message.Message):
     id: str
     def __init__(self, id: _Optional[str] = ...) -> None: ...
 
+class PauseJobRequest(_message.Message):
+    __slots__ = ("id", "note")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    note: str
+    def __init__(self, id: _Optional[str] = ..., note: _Optional[str] = ...) -> None: ...
+
 class ListJobsRequest(_message.Message):
     __slots__ = ("page_size", "page_token", "with_runs", "needing_attention", "count_attention")
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]

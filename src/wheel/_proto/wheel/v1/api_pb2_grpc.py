@@ -65,7 +65,7 @@ class JobsStub:
                 _registered_method=True)
         self.PauseJob = channel.unary_unary(
                 '/wheel.v1.Jobs/PauseJob',
-                request_serializer=wheel_dot_v1_dot_api__pb2.JobRef.SerializeToString,
+                request_serializer=wheel_dot_v1_dot_api__pb2.PauseJobRequest.SerializeToString,
                 response_deserializer=wheel_dot_v1_dot_common__pb2.Job.FromString,
                 _registered_method=True)
         self.ResumeJob = channel.unary_unary(
@@ -136,7 +136,10 @@ class JobsServicer:
         raise NotImplementedError('Method not implemented!')
 
     def PauseJob(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Its pending runs wait until ResumeJob. The note (optional), who paused (the
+        calling token's name) and when are kept on the job until it is resumed; pausing
+        a paused job with another note replaces them, with the same note changes nothing.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -205,7 +208,7 @@ def add_JobsServicer_to_server(servicer, server):
             ),
             'PauseJob': grpc.unary_unary_rpc_method_handler(
                     servicer.PauseJob,
-                    request_deserializer=wheel_dot_v1_dot_api__pb2.JobRef.FromString,
+                    request_deserializer=wheel_dot_v1_dot_api__pb2.PauseJobRequest.FromString,
                     response_serializer=wheel_dot_v1_dot_common__pb2.Job.SerializeToString,
             ),
             'ResumeJob': grpc.unary_unary_rpc_method_handler(
@@ -396,7 +399,7 @@ class Jobs:
             request,
             target,
             '/wheel.v1.Jobs/PauseJob',
-            wheel_dot_v1_dot_api__pb2.JobRef.SerializeToString,
+            wheel_dot_v1_dot_api__pb2.PauseJobRequest.SerializeToString,
             wheel_dot_v1_dot_common__pb2.Job.FromString,
             options,
             channel_credentials,

@@ -52,7 +52,11 @@ class JobsStub:
     GetJob: _grpc.UnaryUnaryMultiCallable[_api_pb2.GetJobRequest, _common_pb2.Job]
     ListJobs: _grpc.UnaryUnaryMultiCallable[_api_pb2.ListJobsRequest, _api_pb2.ListJobsResponse]
     UpdateJob: _grpc.UnaryUnaryMultiCallable[_api_pb2.UpdateJobRequest, _common_pb2.Job]
-    PauseJob: _grpc.UnaryUnaryMultiCallable[_api_pb2.JobRef, _common_pb2.Job]
+    PauseJob: _grpc.UnaryUnaryMultiCallable[_api_pb2.PauseJobRequest, _common_pb2.Job]
+    """Its pending runs wait until ResumeJob. The note (optional), who paused (the
+    calling token's name) and when are kept on the job until it is resumed; pausing
+    a paused job with another note replaces them, with the same note changes nothing.
+    """
     ResumeJob: _grpc.UnaryUnaryMultiCallable[_api_pb2.JobRef, _common_pb2.Job]
     DeleteJob: _grpc.UnaryUnaryMultiCallable[_api_pb2.JobRef, _common_pb2.Job]
     PreviewSchedule: _grpc.UnaryUnaryMultiCallable[_api_pb2.PreviewScheduleRequest, _api_pb2.PreviewScheduleResponse]
@@ -80,7 +84,11 @@ class JobsAsyncStub(JobsStub):
     GetJob: _aio.UnaryUnaryMultiCallable[_api_pb2.GetJobRequest, _common_pb2.Job]  # type: ignore[assignment]
     ListJobs: _aio.UnaryUnaryMultiCallable[_api_pb2.ListJobsRequest, _api_pb2.ListJobsResponse]  # type: ignore[assignment]
     UpdateJob: _aio.UnaryUnaryMultiCallable[_api_pb2.UpdateJobRequest, _common_pb2.Job]  # type: ignore[assignment]
-    PauseJob: _aio.UnaryUnaryMultiCallable[_api_pb2.JobRef, _common_pb2.Job]  # type: ignore[assignment]
+    PauseJob: _aio.UnaryUnaryMultiCallable[_api_pb2.PauseJobRequest, _common_pb2.Job]  # type: ignore[assignment]
+    """Its pending runs wait until ResumeJob. The note (optional), who paused (the
+    calling token's name) and when are kept on the job until it is resumed; pausing
+    a paused job with another note replaces them, with the same note changes nothing.
+    """
     ResumeJob: _aio.UnaryUnaryMultiCallable[_api_pb2.JobRef, _common_pb2.Job]  # type: ignore[assignment]
     DeleteJob: _aio.UnaryUnaryMultiCallable[_api_pb2.JobRef, _common_pb2.Job]  # type: ignore[assignment]
     PreviewSchedule: _aio.UnaryUnaryMultiCallable[_api_pb2.PreviewScheduleRequest, _api_pb2.PreviewScheduleResponse]  # type: ignore[assignment]
@@ -139,9 +147,13 @@ class JobsServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
     def PauseJob(
         self,
-        request: _api_pb2.JobRef,
+        request: _api_pb2.PauseJobRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_common_pb2.Job, _abc.Awaitable[_common_pb2.Job]]: ...
+    ) -> _typing.Union[_common_pb2.Job, _abc.Awaitable[_common_pb2.Job]]:
+        """Its pending runs wait until ResumeJob. The note (optional), who paused (the
+        calling token's name) and when are kept on the job until it is resumed; pausing
+        a paused job with another note replaces them, with the same note changes nothing.
+        """
 
     @_abc_1.abstractmethod
     def ResumeJob(

@@ -157,7 +157,7 @@ class JobPolicies(_message.Message):
     def __init__(self, retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: _Optional[bool] = ..., misfire: _Optional[_Union[MisfirePolicy, str]] = ..., misfire_grace: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., misfire_replay_cap: _Optional[int] = ..., overlap: _Optional[_Union[OverlapPolicy, str]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., priority: _Optional[int] = ..., pool: _Optional[str] = ..., notify_url: _Optional[str] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ("id", "name", "task_type", "payload", "schedule", "policies", "status", "version", "created_at", "updated_at", "warnings", "last_run", "next_run_at", "http", "attention")
+    __slots__ = ("id", "name", "task_type", "payload", "schedule", "policies", "status", "version", "created_at", "updated_at", "warnings", "last_run", "next_run_at", "http", "attention", "pause_note", "paused_by", "paused_at")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     TASK_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -173,6 +173,9 @@ class Job(_message.Message):
     NEXT_RUN_AT_FIELD_NUMBER: _ClassVar[int]
     HTTP_FIELD_NUMBER: _ClassVar[int]
     ATTENTION_FIELD_NUMBER: _ClassVar[int]
+    PAUSE_NOTE_FIELD_NUMBER: _ClassVar[int]
+    PAUSED_BY_FIELD_NUMBER: _ClassVar[int]
+    PAUSED_AT_FIELD_NUMBER: _ClassVar[int]
     id: str
     name: str
     task_type: str
@@ -188,7 +191,10 @@ class Job(_message.Message):
     next_run_at: _timestamp_pb2.Timestamp
     http: HttpTask
     attention: JobAttention
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., task_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., policies: _Optional[_Union[JobPolicies, _Mapping]] = ..., status: _Optional[_Union[JobStatus, str]] = ..., version: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., last_run: _Optional[_Union[LastRun, _Mapping]] = ..., next_run_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., http: _Optional[_Union[HttpTask, _Mapping]] = ..., attention: _Optional[_Union[JobAttention, _Mapping]] = ...) -> None: ...
+    pause_note: str
+    paused_by: str
+    paused_at: _timestamp_pb2.Timestamp
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., task_type: _Optional[str] = ..., payload: _Optional[bytes] = ..., schedule: _Optional[_Union[Schedule, _Mapping]] = ..., policies: _Optional[_Union[JobPolicies, _Mapping]] = ..., status: _Optional[_Union[JobStatus, str]] = ..., version: _Optional[int] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., warnings: _Optional[_Iterable[str]] = ..., last_run: _Optional[_Union[LastRun, _Mapping]] = ..., next_run_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., http: _Optional[_Union[HttpTask, _Mapping]] = ..., attention: _Optional[_Union[JobAttention, _Mapping]] = ..., pause_note: _Optional[str] = ..., paused_by: _Optional[str] = ..., paused_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class JobAttention(_message.Message):
     __slots__ = ("unserved", "overdue", "failing", "summary")
