@@ -171,7 +171,9 @@ class BusinessDays:
     def place(self, occurrence: Occurrence) -> Placed:
         """What the calendars make of one scheduled run."""
         tz = self.plan.tz
-        day = occurrence.instant.astimezone(tz).date()
+        # The date of the wall time that made it: its date in the zone (a wall time in a
+        # gap is shifted within its day), without a zone lookup per run.
+        day = occurrence.wall.date()
         closing = self.closed(day) if self.calendars else None
         if closing is None:
             return Placed(occurrence, occurrence.instant)
