@@ -449,8 +449,9 @@ class JobsApi:
             return job_calendars.under(plan, found, names, policy)
         if not request.job_id:
             return None
-        job = await self._store.jobs.get(tenant, JobId(job_id))
-        return await job_calendars.of_job(self._store, job, plan)
+        # A job id seeds H fields and smear whoever's it is; calendars only from the tenant's own.
+        job = await self._existing(tenant, JobId(job_id))
+        return await job_calendars.of_job(self._store, job, plan) if job is not None else None
 
     async def trigger(self, request: api.TriggerJobRequest, tenant: TenantId) -> pb.Execution:
         job_id = await self._ref(tenant, request.id)
