@@ -106,7 +106,9 @@ def create_job(
     if jobs_file is not None:
         given = [n for n, v in (("NAME", name), ("--task", task_type), ("--job-id", job_id))
                  if v is not None]  # fmt: skip
-        given += [f"--{k.replace('_', '-')}" for k, v in options.items() if v not in (None, False)]
+        given += [
+            f"--{k.replace('_', '-')}" for k, v in options.items() if v not in (None, False, ())
+        ]  # (): a repeatable option (--skip-calendar) not given
         if given:
             raise click.UsageError(f"--file: the jobs come from the file, not {', '.join(given)}")
         _create_from_file(session, jobs_file)
