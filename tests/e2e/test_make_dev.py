@@ -208,6 +208,7 @@ def test_make_dev_runs_the_examples_and_ctrl_c_leaves_no_process() -> None:
             cli, sdk = run_tour(exported)
             assert "DEAD: failed all 3 attempts" in cli
             assert "01:30 does not exist on 2027-03-28 in Europe/London" in cli
+            assert "2027-12-25  Sat  Christmas Day" in cli  # the tour's calendar
             # Three days back from now: 2 to 4 nightly runs, as DST moves them.
             assert re.search(r"\b[2-4] created, 0 existed", cli), cli
             assert "smeared by" in sdk

@@ -125,6 +125,17 @@ _FOLD_TO = _inverse(_FOLD)
 _MISFIRE_TO = _inverse(_MISFIRE)
 _OVERLAP_TO = _inverse(_OVERLAP)
 _INTERVAL_DST_TO = _inverse(_INTERVAL_DST)
+CALENDAR_POLICY = {
+    pb.CALENDAR_POLICY_DEFAULT: mj.CalendarPolicy.SKIP,
+    pb.CALENDAR_POLICY_SKIP: mj.CalendarPolicy.SKIP,
+    pb.CALENDAR_POLICY_NEXT_BUSINESS_DAY: mj.CalendarPolicy.NEXT_BUSINESS_DAY,
+    pb.CALENDAR_POLICY_PREVIOUS_BUSINESS_DAY: mj.CalendarPolicy.PREVIOUS_BUSINESS_DAY,
+}
+CALENDAR_POLICY_TO = _inverse(CALENDAR_POLICY)
+
+
+def calendar_policy(value: int, field: str) -> mj.CalendarPolicy:
+    return _pick(CALENDAR_POLICY, value, field)
 
 
 # -- scalars --------------------------------------------------------------------------------
@@ -351,6 +362,10 @@ def policies_from(message: pb.JobPolicies, field: str = "policies") -> mj.Polici
             concurrency_key=message.concurrency_key,
             concurrency_key_field=message.concurrency_key_field,
             concurrency_limit=message.concurrency_limit,
+            calendars=tuple(message.calendars),
+            calendar_policy=_pick(
+                CALENDAR_POLICY, message.calendar_policy, f"{field}.calendar_policy"
+            ),
         ),
         field.removesuffix("policies"),
     )
@@ -463,6 +478,8 @@ def policies_to(policies: mj.Policies) -> pb.JobPolicies:
         concurrency_key=policies.concurrency_key,
         concurrency_key_field=policies.concurrency_key_field,
         concurrency_limit=policies.concurrency_limit,
+        calendars=list(policies.calendars),
+        calendar_policy=CALENDAR_POLICY_TO[policies.calendar_policy],
     )
 
 
@@ -560,4 +577,8 @@ def next_run_to(run: PreviewRun) -> pb.NextRun:
         wall_time=run.wall_time,
         time_zone=run.time_zone,
         note=run.note or "",
+        skipped=run.skipped,
+        moved_from=to_timestamp(run.moved_from) if run.moved_from else None,
+        calendar=run.calendar or "",
+        calendar_reason=run.calendar_reason or "",
     )

@@ -21,6 +21,7 @@ imported when a command prints (it brings rich and the SDK: `wheel jobs --help` 
 
 from __future__ import annotations
 
+import io
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -28,6 +29,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
+from wheel.cli.calendars_file import read_calendars
 from wheel.cli.jobs_file import read_jobs, read_toml
 from wheel.cli.jobs_options import (
     HTTP,
@@ -42,7 +44,7 @@ from wheel.cli.jobs_options import (
 from wheel.cli.options import INSTANT, apply, choice
 from wheel.cli.session import Session, connected
 from wheel.model.executions import ExecutionStatus
-from wheel.model.jobs import Policies
+from wheel.model.jobs import CalendarPolicy, Policies
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -104,7 +106,9 @@ def create_job(
     if jobs_file is not None:
         given = [n for n, v in (("NAME", name), ("--task", task_type), ("--job-id", job_id))
                  if v is not None]  # fmt: skip
-        given += [f"--{k.replace('_', '-')}" for k, v in options.items() if v not in (None, False)]
+        given += [
+            f"--{k.replace('_', '-')}" for k, v in options.items() if v not in (None, False, ())
+        ]  # (): a repeatable option (--skip-calendar) not given
         if given:
             raise click.UsageError(f"--file: the jobs come from the file, not {', '.join(given)}")
         _create_from_file(session, jobs_file)
@@ -253,12 +257,17 @@ def apply_jobs(session: Session, jobs_file: IO[bytes], prune: bool, dry_run: boo
     Jobs are matched by name: each is created, updated (with the version read,
     so a concurrent change is refused, not overwritten), replaced (a one-off's
     instant changed) or left unchanged; --prune deletes the others. Applying
-    the same file again changes nothing.
+    the same file again changes nothing. [calendars.NAME] tables (holidays,
+    weekdays, dates, description) are applied first; --prune leaves calendars.
     """
     from wheel.cli import show
 
-    wanted = read_toml(jobs_file, create_job, click.get_current_context())
-    planned = session.call(lambda client: client.apply_jobs(wanted, prune=prune, dry_run=dry_run))
+    raw = jobs_file.read()
+    wanted = read_toml(io.BytesIO(raw), create_job, click.get_current_context())
+    calendars = read_calendars(raw)
+    planned = session.call(
+        lambda client: client.apply_jobs(wanted, prune=prune, dry_run=dry_run, calendars=calendars)
+    )
 
     def human(console: Console) -> None:
         show.apply_plan(console, planned)
@@ -334,6 +343,14 @@ def update_job(
     help="With --around: how many runs before it.",
 )  # fmt: skip
 @click.option("--job", "job_id", help="Resolve H fields and smear as for this job.")
+@click.option(
+    "--skip-calendar", "calendars", multiple=True, metavar="NAME",
+    help="Preview under this business calendar (repeatable); with --job and none: the job's.",
+)  # fmt: skip
+@click.option(
+    "--calendar-policy", type=choice(CalendarPolicy),
+    help="With --skip-calendar: skip (default), next_business_day or previous_business_day.",
+)  # fmt: skip
 @connected
 def preview_schedule(
     session: Session,
@@ -342,17 +359,31 @@ def preview_schedule(
     around: str | None,
     before: int,
     job_id: str | None,
+    calendars: tuple[str, ...],
+    calendar_policy: str | None,
     **options: Any,
 ) -> None:
-    """A schedule's next runs, with DST notes; nothing is saved."""
+    """A schedule's next runs, with DST notes and what business calendars skip or move;
+    nothing is saved."""
     from wheel.cli import show
+
+    if calendar_policy is not None and not calendars:
+        raise click.UsageError("--calendar-policy goes with --skip-calendar")
+    policy = CalendarPolicy(calendar_policy.lower()) if calendar_policy else None
 
     wanted = schedule(options)
     if wanted is None:
         raise click.UsageError(_NO_SCHEDULE)
     if around is None:
         runs = session.call(
-            lambda client: client.preview_schedule(wanted, count=count, after=after, job_id=job_id)
+            lambda client: client.preview_schedule(
+                wanted,
+                count=count,
+                after=after,
+                job_id=job_id,
+                calendars=calendars,
+                calendar_policy=policy,
+            )
         )
         session.show(runs, lambda console: show.runs(console, runs))
         return
@@ -360,7 +391,15 @@ def preview_schedule(
         raise click.UsageError("--around and --after both say where the runs start: give one")
     at = _around(around, wanted.time_zone)
     both = session.call(
-        lambda client: client.preview_around(wanted, at, before=before, after=count, job_id=job_id)
+        lambda client: client.preview_around(
+            wanted,
+            at,
+            before=before,
+            after=count,
+            job_id=job_id,
+            calendars=calendars,
+            calendar_policy=policy,
+        )
     )
     session.show(both, lambda console: show.runs_around(console, at, both))
 

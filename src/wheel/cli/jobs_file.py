@@ -73,10 +73,11 @@ def read_toml(
         document = tomllib.load(file)
     except tomllib.TOMLDecodeError as exc:
         raise click.BadParameter(f"not TOML: {exc}", param_hint=f"'{option}'") from None
-    unknown = sorted(set(document) - {"jobs"})
+    unknown = sorted(set(document) - {"jobs", "calendars"})  # calendars: cli.calendars_file
     if unknown:
         raise click.BadParameter(
-            f"{unknown[0]!r}: only [jobs.NAME] tables belong here", param_hint=f"'{option}'"
+            f"{unknown[0]!r}: only [jobs.NAME] and [calendars.NAME] tables belong here",
+            param_hint=f"'{option}'",
         )
     tables = document.get("jobs", {})
     if not isinstance(tables, dict):
@@ -142,6 +143,14 @@ def _value(key: str, value: object, param: click.Parameter, ctx: click.Context) 
         if not isinstance(value, bool):
             raise click.UsageError(f"{key}: must be true or false")
         return value
+    if isinstance(param, click.Option) and param.multiple:
+        # A repeatable option (calendars = ["uk-holidays", "weekends"]): each item as one flag.
+        items = value if isinstance(value, list) else [value]
+        return tuple(_one(key, item, param, ctx) for item in items)
+    return _one(key, value, param, ctx)
+
+
+def _one(key: str, value: object, param: click.Parameter, ctx: click.Context) -> object:
     if isinstance(value, datetime | date | time):  # TOML's own dates: read as the flag would
         value = value.isoformat()
     if value is None or isinstance(value, dict | list | bool):

@@ -24,6 +24,7 @@ import click
 from wheel.cli.options import DURATION, INSTANT, choice
 from wheel.model.http_tasks import HttpTask
 from wheel.model.jobs import (
+    CalendarPolicy,
     DstFold,
     DstGap,
     IntervalDst,
@@ -245,10 +246,27 @@ POLICIES = (
         default=None,
         help="Remove the job's concurrency key (update).",
     ),
+    click.option(
+        "--skip-calendar",
+        "calendars",
+        multiple=True,
+        metavar="NAME",
+        help="A business calendar of the tenant's (`wheel calendars`): no run on a day it "
+        "closes, in the job's zone (repeatable: closed if any closes it).",
+    ),
+    click.option("--no-calendars", is_flag=True, default=False, help="Name no business calendars."),
+    click.option(
+        "--calendar-policy",
+        type=choice(CalendarPolicy),
+        help="A run on a closed day: skip (default), or move to the same wall time on the "
+        "next_business_day or previous_business_day.",
+    ),
 )
+
 
 _POLICY_FIELDS = tuple(field.name for field in dataclasses.fields(Policies))
 _POLICY_ENUMS: dict[str, type[StrEnum]] = {"misfire": MisfirePolicy, "overlap": OverlapPolicy}
+_POLICY_ENUMS["calendar_policy"] = CalendarPolicy
 
 
 def policies(options: dict[str, Any], base: Policies) -> Policies | None:
@@ -259,6 +277,7 @@ def policies(options: dict[str, Any], base: Policies) -> Policies | None:
             raise click.UsageError("give --deadline or --no-deadline, not both")
         changes["deadline"] = None
     changes.update(_concurrency_key(options, changes))
+    _calendar_changes(options, changes)
     if not changes:
         return None
     for name, cls in _POLICY_ENUMS.items():
@@ -279,3 +298,15 @@ def _concurrency_key(options: dict[str, Any], changes: dict[str, Any]) -> dict[s
     if "concurrency_key_field" in changes and "concurrency_key" not in changes:
         return {"concurrency_key": ""}
     return {}
+
+
+def _calendar_changes(options: dict[str, Any], changes: dict[str, Any]) -> None:
+    """--skip-calendar (repeatable: none given is no change) and --no-calendars."""
+    named = tuple(options.get("calendars") or ())
+    changes.pop("calendars", None)
+    if options.get("no_calendars"):
+        if named:
+            raise click.UsageError("give --skip-calendar or --no-calendars, not both")
+        changes["calendars"] = ()
+    elif named:
+        changes["calendars"] = named

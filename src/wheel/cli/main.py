@@ -20,6 +20,7 @@ from wheel.errors import WheelError
 CONTEXT = {"auto_envvar_prefix": "WHEEL", "help_option_names": ["-h", "--help"]}
 
 COMMANDS = {
+    "calendars": Lazy("wheel.cli.calendars:calendars", "Business calendars: the days jobs skip."),
     "completion": Lazy("wheel.cli.completion:completion", "Print the shell completion script."),
     "dev": Lazy("wheel.cli.dev:dev", "Run a local cluster in the foreground; Ctrl-C stops it."),
     "executions": Lazy(

@@ -218,6 +218,9 @@ _OPTIONS = {
     "schedule.every.smear": "--smear",
     "schedule.every.dst.gap": "--dst-gap",
     "schedule.every.dst.fold": "--dst-fold",
+    "policies.calendars": "--skip-calendar",
+    "policies.calendar_policy": "--calendar-policy",
+    "calendars": "--skip-calendar",
 }
 
 

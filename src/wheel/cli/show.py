@@ -94,6 +94,7 @@ def describe_policies(p: Policies) -> str:
         + (f", deadline {span(p.deadline)}" if p.deadline is not None else "")
         + (f", notify after {p.notify_after_failures} failures" if p.notify_after_failures else "")
         + describe_concurrency_key(p)
+        + (f", calendars {', '.join(p.calendars)} ({p.calendar_policy})" if p.calendars else "")
     )
 
 
@@ -396,6 +397,11 @@ def apply_plan(console: Console, planned: ApplyPlan) -> None:
     """What an apply changes (or changed), a job a row, changes first."""
 
     order = {"delete": 0, "replace": 1, "update": 2, "create": 3, "unchanged": 4}
+    if planned.calendars:  # applied before the jobs
+        calendars = Table("", "calendar", "what changes", box=box.SIMPLE)
+        for item in sorted(planned.calendars, key=lambda c: (order[c.action.value], c.name)):
+            calendars.add_row(item.action.value, item.name, ", ".join(item.fields))
+        console.print(calendars)
     table = Table("", "job", "what changes", box=box.SIMPLE)
     for change in sorted(planned.changes, key=lambda c: (order[c.action.value], c.name)):
         table.add_row(change.action.value, change.name, ", ".join(change.fields))

@@ -23,6 +23,8 @@ from wheel.client.sync import Client
 from wheel.client.types import (
     Attempt,
     Backfill,
+    Calendar,
+    ClosedDay,
     CreatedJob,
     Execution,
     ExecutorInfo,
@@ -45,7 +47,9 @@ __all__ = [
     "AsyncClient",
     "Attempt",
     "Backfill",
+    "Calendar",
     "Client",
+    "ClosedDay",
     "CreatedJob",
     "Execution",
     "ExecutorInfo",

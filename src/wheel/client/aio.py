@@ -35,21 +35,23 @@ from types import TracebackType
 from typing import Self
 
 from wheel._proto.wheel.v1 import api_pb2 as api
+from wheel.api.calendars import Calendar
 from wheel.api.convert import schedule_to
 from wheel.client import apply, batching, messages, requests
 from wheel.client import types as t
 from wheel.client.apply import ApplyPlan
+from wheel.client.calendar_calls import CalendarCalls
 from wheel.client.cluster_calls import TenantAndClusterCalls
 from wheel.client.requests import JobRef
 from wheel.client.transport import Settings, Transport
 from wheel.errors import InvalidArgument
 from wheel.model.executions import ExecutionStatus
 from wheel.model.http_tasks import HttpTask
-from wheel.model.jobs import JobSpec, Policies, Schedule
+from wheel.model.jobs import CalendarPolicy, JobSpec, Policies, Schedule
 from wheel.timestamps import to_timestamp
 
 
-class AsyncClient(TenantAndClusterCalls):
+class AsyncClient(TenantAndClusterCalls, CalendarCalls):
     """An asyncio client of wheel's public API, talking to any of several nodes.
 
         async with wheel.AsyncClient("node-a:7070,node-b:7070", token="whl_...") as client:
@@ -199,7 +201,12 @@ class AsyncClient(TenantAndClusterCalls):
         )
 
     async def apply_jobs(
-        self, jobs: Iterable[t.NewJob], *, prune: bool = False, dry_run: bool = False
+        self,
+        jobs: Iterable[t.NewJob],
+        *,
+        prune: bool = False,
+        dry_run: bool = False,
+        calendars: Iterable[Calendar] = (),
     ) -> ApplyPlan:
         """Make the tenant's jobs match `jobs`, matched by name; the difference, applied.
 
@@ -208,8 +215,10 @@ class AsyncClient(TenantAndClusterCalls):
 
         `prune` deletes the jobs `jobs` does not name. Updates name the version the
         plan read: a job changed meanwhile raises VersionConflict (see `wheel.client.apply`).
+        `calendars` (definitions, `wheel.schedule.calendars.Calendar`) are applied first, so
+        the jobs that name them find them; prune leaves calendars alone.
         """
-        planned = await apply.plan(self, jobs, prune=prune)
+        planned = await apply.plan(self, jobs, prune=prune, calendars=calendars)
         if dry_run or not planned.changed:
             return planned
         return await apply.apply(self, planned)
@@ -335,17 +344,23 @@ class AsyncClient(TenantAndClusterCalls):
         count: int = 5,
         after: datetime | None = None,
         job_id: JobRef | None = None,
+        calendars: Sequence[str] = (),
+        calendar_policy: CalendarPolicy | None = None,
     ) -> list[t.NextRun]:
         """Resolve a schedule's next `count` runs after `after` (default now); saves nothing.
 
             for run in await client.preview_schedule(wheel.cron("30 1 * * *", "Europe/London")):
                 print(run.wall_time, run.note or "")
 
-        `job_id` resolves `H` fields and smear as they would be for that job.
+        `job_id` resolves `H` fields and smear as they would be for that job, and applies its
+        business calendars; `calendars` (the tenant's, by name) and `calendar_policy` preview
+        a draft under those instead: runs they skip come back with `skipped`, moved ones
+        with `moved_from`.
         """
         request = api.PreviewScheduleRequest(
             schedule=schedule_to(schedule), count=count, job_id=str(job_id or "")
         )
+        requests.preview_calendars(request, calendars, calendar_policy)
         if after is not None:
             request.after.CopyFrom(to_timestamp(requests.instant(after, "after")))
         response = await self._transport.call(lambda s: s.jobs.PreviewSchedule, request, retry=True)
@@ -359,6 +374,8 @@ class AsyncClient(TenantAndClusterCalls):
         before: int = 5,
         after: int = 5,
         job_id: JobRef | None = None,
+        calendars: Sequence[str] = (),
+        calendar_policy: CalendarPolicy | None = None,
     ) -> t.RunsAround:
         """The last `before` runs scheduled before `around` and the first `after` from it on.
 
@@ -374,6 +391,7 @@ class AsyncClient(TenantAndClusterCalls):
             around=to_timestamp(requests.instant(around, "around")),
             job_id=str(job_id or ""),
         )
+        requests.preview_calendars(request, calendars, calendar_policy)
         response = await self._transport.call(lambda s: s.jobs.PreviewSchedule, request, retry=True)
         return t.RunsAround(
             earlier=tuple(messages.next_run(run) for run in response.earlier_runs),

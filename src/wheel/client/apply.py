@@ -21,6 +21,10 @@ silently overwrite each other: the one that loses is refused with a
 `NameTaken`. Run the apply again to see the new difference. A job deleted by
 prune is checked for the version read first. Applying the same list twice
 changes nothing the second time.
+
+Calendars given with the jobs (`calendars=`) are applied first, so the jobs that
+name them find them: each is created, updated (naming the version read) or left
+unchanged. Prune never deletes a calendar: jobs outside the list may name it.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from wheel.api import calendars as cal
 from wheel.client import types as t
 from wheel.errors import InvalidArgument, VersionConflict
 from wheel.model.jobs import JobStatus, Policies
@@ -70,17 +75,28 @@ class ApplyPlan:
 
     changes: tuple[Change, ...]
     applied: bool = False
+    calendars: tuple[CalendarChange, ...] = ()
+    """What applying does to each calendar given (applied before the jobs)."""
 
     def of(self, action: Action) -> list[Change]:
         return [change for change in self.changes if change.action is action]
 
     @property
     def changed(self) -> bool:
-        return any(change.action is not Action.UNCHANGED for change in self.changes)
+        return any(change.action is not Action.UNCHANGED for change in self.changes) or any(
+            change.action is not Action.UNCHANGED for change in self.calendars
+        )
 
 
-async def plan(client: AsyncClient, jobs: Iterable[t.NewJob], *, prune: bool) -> ApplyPlan:
+async def plan(
+    client: AsyncClient,
+    jobs: Iterable[t.NewJob],
+    *,
+    prune: bool,
+    calendars: Iterable[cal.Calendar] = (),
+) -> ApplyPlan:
     """Read the tenant's jobs and compare them with `jobs` (nothing is written)."""
+    calendar_changes = await plan_calendars(client, calendars)
     wanted = _checked(list(jobs))
     existing = {job.name: job async for job in client.jobs() if job.status is not JobStatus.DELETED}
     gate = asyncio.Semaphore(_READ_CONCURRENCY)
@@ -96,11 +112,13 @@ async def plan(client: AsyncClient, jobs: Iterable[t.NewJob], *, prune: bool) ->
         given = {job.name for job in wanted}
         changes += [Change(name, Action.DELETE, current=job)
                     for name, job in sorted(existing.items()) if name not in given]  # fmt: skip
-    return ApplyPlan(tuple(changes))
+    return ApplyPlan(tuple(changes), calendars=calendar_changes)
 
 
 async def apply(client: AsyncClient, planned: ApplyPlan) -> ApplyPlan:
-    """Write the plan's changes: deletes and replacements first, so names are free."""
+    """Write the plan's changes: calendars first (jobs name them), then the jobs' deletes and
+    replacements, so names are free."""
+    await apply_calendars(client, planned.calendars)
     for change in planned.changes:
         if change.action in (Action.DELETE, Action.REPLACE) and change.current is not None:
             await _delete(client, change.current)
@@ -168,3 +186,70 @@ def _differences(wanted: t.NewJob, current: t.Job) -> list[str]:
         if getattr(policies, part.name) != getattr(current.policies, part.name):
             fields.append(f"policies.{part.name}")
     return fields
+
+
+# -- calendars ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CalendarChange:
+    """What applying does to one calendar: create, update or unchanged."""
+
+    name: str
+    action: Action
+    fields: tuple[str, ...] = ()
+    """For update: the parts that differ (`dates`, `weekdays`, `holidays`, `description`)."""
+    current: t.Calendar | None = None
+    wanted: cal.Calendar | None = None
+
+
+async def plan_calendars(
+    client: AsyncClient, calendars: Iterable[cal.Calendar]
+) -> tuple[CalendarChange, ...]:
+    wanted = list(calendars)
+    seen: dict[str, int] = {}
+    for index, calendar in enumerate(wanted):
+        if calendar.name in seen:
+            raise InvalidArgument(
+                f"calendars[{index}].name", f"repeats calendars[{seen[calendar.name]}].name"
+            )
+        seen[calendar.name] = index
+    if not wanted:
+        return ()
+    existing = {found.name: found async for found in client.calendars()}
+    changes = []
+    for calendar in wanted:
+        current = existing.get(calendar.name)
+        if current is None:
+            changes.append(CalendarChange(calendar.name, Action.CREATE, wanted=calendar))
+            continue
+        fields = _calendar_differences(calendar, current.definition())
+        action = Action.UPDATE if fields else Action.UNCHANGED
+        changes.append(CalendarChange(calendar.name, action, fields, current, calendar))
+    return tuple(changes)
+
+
+def _calendar_differences(wanted: cal.Calendar, current: cal.Calendar) -> tuple[str, ...]:
+    return tuple(
+        part
+        for part in ("dates", "weekdays", "holidays", "description")
+        if getattr(wanted, part) != getattr(current, part)
+    )
+
+
+async def apply_calendars(client: AsyncClient, changes: Iterable[CalendarChange]) -> None:
+    for change in changes:
+        wanted, current = change.wanted, change.current
+        if wanted is None or change.action is Action.UNCHANGED:
+            continue
+        if change.action is Action.CREATE:
+            await client.create_calendar(
+                wanted.name, dates=wanted.dates, weekdays=wanted.weekdays,
+                holidays=wanted.holidays, description=wanted.description,
+            )  # fmt: skip
+        elif current is not None:
+            await client.update_calendar(
+                str(current.id), expected_version=current.version, dates=wanted.dates,
+                weekdays=wanted.weekdays, holidays=wanted.holidays,
+                description=wanted.description, base=current,
+            )  # fmt: skip

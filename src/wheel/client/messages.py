@@ -173,6 +173,10 @@ def next_run(message: pb.NextRun) -> t.NextRun:
         wall_time=message.wall_time,
         time_zone=message.time_zone,
         note=_text(message.note),
+        skipped=message.skipped,
+        moved_from=_optional_time(message, "moved_from"),
+        calendar=_text(message.calendar),
+        calendar_reason=_text(message.calendar_reason),
     )
 
 
@@ -213,6 +217,9 @@ def explanation(message: api.Explanation) -> t.Explanation:
         concurrency_key=_text(message.concurrency_key),
         concurrency_limit=message.concurrency_limit or None,
         key_holders=tuple(ExecutionId(run) for run in message.key_holders),
+        calendar=_text(message.calendar),
+        calendar_reason=_text(message.calendar_reason),
+        moved_to=_optional_time(message, "moved_to"),
     )
 
 

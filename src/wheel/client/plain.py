@@ -15,7 +15,7 @@ import base64
 import dataclasses
 import enum
 import uuid
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 
@@ -31,6 +31,8 @@ def to_plain(value: object) -> Any:
         return value.value
     if isinstance(value, datetime):
         return value.isoformat()
+    if isinstance(value, date):  # a calendar's day
+        return value.isoformat()
     if isinstance(value, timedelta):
         return _seconds(value)
     if isinstance(value, bytes):
@@ -39,6 +41,8 @@ def to_plain(value: object) -> Any:
         return str(value)
     if isinstance(value, list | tuple):
         return [to_plain(item) for item in value]
+    if isinstance(value, set | frozenset):  # a calendar's weekdays
+        return [to_plain(item) for item in sorted(value)]
     if isinstance(value, dict):
         return {str(key): to_plain(item) for key, item in value.items()}
     return value

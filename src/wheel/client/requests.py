@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
 
 from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel._proto.wheel.v1 import common_pb2 as pb
-from wheel.api.convert import EXECUTION_STATUS, http_to, policies_to, schedule_to
+from wheel.api.convert import (
+    CALENDAR_POLICY_TO,
+    EXECUTION_STATUS,
+    http_to,
+    policies_to,
+    schedule_to,
+)
 from wheel.client import types as t
 from wheel.errors import InvalidArgument
 from wheel.model.executions import ExecutionStatus
-from wheel.model.jobs import JobSpec
+from wheel.model.jobs import CalendarPolicy, JobSpec
 from wheel.timestamps import to_timestamp
 
 T = TypeVar("T")
@@ -98,3 +104,14 @@ async def every_page(fetch: Callable[[str], Awaitable[t.Page[T]]]) -> AsyncItera
         token = page.next_page_token
         if not token:
             return
+
+
+def preview_calendars(
+    request: api.PreviewScheduleRequest,
+    calendars: Sequence[str],
+    policy: CalendarPolicy | None,
+) -> None:
+    """A preview's business calendars (by name) and policy, when given."""
+    request.calendars.extend(calendars)
+    if policy is not None:
+        request.calendar_policy = CALENDAR_POLICY_TO[policy]

@@ -46,6 +46,7 @@ import grpc
 import grpc.aio
 
 from wheel._proto.wheel.v1 import api_pb2_grpc as api_grpc
+from wheel._proto.wheel.v1 import calendars_pb2_grpc as calendars_grpc
 from wheel._version import __version__
 from wheel.api.status import from_status
 from wheel.errors import ConfigError, DeadlineExceeded, Unavailable, WheelError
@@ -170,6 +171,7 @@ class Stubs:
         self.executions = api_grpc.ExecutionsStub(channel)
         self.cluster = api_grpc.ClusterStub(channel)
         self.notifications = api_grpc.NotificationsStub(channel)
+        self.calendars = calendars_grpc.CalendarsStub(channel)
 
 
 @dataclass

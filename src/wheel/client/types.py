@@ -14,9 +14,12 @@ import enum
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Generic, TypeVar
 
+from wheel.api import calendars
+from wheel.api.calendars import DateRange as DateRange  # as is
+from wheel.api.calendars import HolidaySource as HolidaySource  # as is
 from wheel.model.executions import ExecutionStatus, Outcome, Trigger
 from wheel.model.executions import Retry as Retry  # a person's retry, as is
 from wheel.model.http_tasks import HttpTask
@@ -184,6 +187,14 @@ class NextRun:
     time_zone: str
     note: str | None
     """Set where DST changed the outcome (a skipped or repeated wall time)."""
+    skipped: bool = False
+    """A business calendar closes its day: it does not run (`instant`: when it would)."""
+    moved_from: datetime | None = None
+    """A business calendar moved it: the instant it was scheduled for."""
+    calendar: str | None = None
+    """The calendar that skipped or moved it."""
+    calendar_reason: str | None = None
+    """What that calendar says of the day ("Christmas Day")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +285,8 @@ class Verdict(enum.StrEnum):
     """Due, but no executor is connected to the node that owns it."""
     AT_KEY_LIMIT = "at_key_limit"
     """Due, but its concurrency key has its job's limit of runs in flight."""
+    SKIPPED_CALENDAR = "skipped_calendar"
+    """Not run: a business calendar of its job closes its day (`Explanation.calendar`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +319,12 @@ class Explanation:
     """AT_KEY_LIMIT: its job's limit."""
     key_holders: tuple[ExecutionId, ...] = ()
     """AT_KEY_LIMIT: the first runs holding the key."""
+    calendar: str | None = None
+    """The business calendar that skipped or moved it."""
+    calendar_reason: str | None = None
+    """What that calendar says of the day ("Boxing Day")."""
+    moved_to: datetime | None = None
+    """Moved by a calendar: the instant it fires instead of its scheduled one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -430,3 +449,37 @@ class ExecutorInfo:
     """Handlers it runs at once, over all pools."""
     links: tuple[ExecutorLink, ...] = ()
     """None: it reaches no node (a wrong --cluster, a refused token, or no node is up)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Calendar:
+    """A tenant's business calendar: the days it closes (`definition().closed(day)` says
+    why a day is closed, here, without a call)."""
+
+    id: uuid.UUID
+    name: str
+    description: str
+    dates: tuple[DateRange, ...]
+    """Closed dates and inclusive ranges."""
+    weekdays: tuple[str, ...]
+    """Closed every week: "mon" ... "sun", Monday first."""
+    holidays: tuple[HolidaySource, ...]
+    """Public holidays of these countries or regions are closed."""
+    version: int
+    """Pass it to `update_calendar`: the edit is refused if someone changed it since."""
+    created_at: datetime
+    updated_at: datetime
+
+    def definition(self) -> calendars.Calendar:
+        weekdays = frozenset(calendars.parse_weekday(name) for name in self.weekdays)
+        return calendars.Calendar(
+            self.name, self.dates, weekdays, self.holidays, self.description, self.version
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ClosedDay:
+    """A day a calendar closes, and why ("Christmas Day", "Saturday", "a listed date (...)")."""
+
+    day: date
+    reason: str

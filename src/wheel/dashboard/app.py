@@ -312,6 +312,7 @@ def add_routes(
         ("/runs/{id}", pages.run, "run.html"),
         ("/queue", pages.queue, "queue.html"),
         ("/cluster", pages.cluster, "cluster.html"),
+        ("/calendars", pages.calendars, "calendars.html"),
     ]:
         app.router.add_get(path, _signed_in(_page(view, template)))
     for path, change in [

@@ -266,6 +266,7 @@ _VERDICTS = {
     Verdict.NOT_AN_OCCURRENCE: "Not a run of its schedule",
     Verdict.OUTSIDE_BOUNDS: "Outside the schedule's bounds",
     Verdict.NOT_MATERIALISED: "Not made yet",
+    Verdict.SKIPPED_CALENDAR: "Skipped (business calendar)",
 }
 
 
@@ -380,3 +381,30 @@ async def cluster(client: AsyncClient, request: web.Request) -> dict[str, Any]:
 
 def _ago(now: datetime, then: datetime | None) -> str:
     return "" if then is None else f"{readable(max(0.0, (now - then).total_seconds()))} ago"
+
+
+CLOSED_SHOWN = 5
+"""Upcoming closed days the Calendars page shows for each calendar."""
+CLOSED_HORIZON = timedelta(days=90)
+
+
+async def calendars(client: AsyncClient, request: web.Request) -> dict[str, Any]:
+    """The tenant's calendars, each with what it closes and its next closed days (one call
+    each: a tenant has a handful of calendars, and the page lists 50 at most)."""
+    page = await client.list_calendars(page_size=PAGE, page_token=request.query.get("page", ""))
+    today = datetime.now(UTC).date()
+    listed = []
+    for found in page.items:
+        closed = await client.closed_days(str(found.id), first=today, last=today + CLOSED_HORIZON)
+        listed.append(
+            {
+                "calendar": found,
+                "weekdays": ", ".join(name.capitalize() for name in found.weekdays),
+                "closed": closed[:CLOSED_SHOWN],
+            }
+        )
+    return {
+        "calendars": listed,
+        "next_page": page.next_page_token,
+        "horizon_days": CLOSED_HORIZON.days,
+    }

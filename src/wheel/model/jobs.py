@@ -93,6 +93,17 @@ class OverlapPolicy(enum.StrEnum):
     ALLOW = "allow"
 
 
+class CalendarPolicy(enum.StrEnum):
+    """What a run on a day its calendars close does (see wheel.schedule.business_days)."""
+
+    SKIP = "skip"
+    NEXT_BUSINESS_DAY = "next_business_day"
+    PREVIOUS_BUSINESS_DAY = "previous_business_day"
+
+
+MAX_JOB_CALENDARS = 20
+
+
 class JobStatus(enum.StrEnum):
     ACTIVE = "active"
     PAUSED = "paused"
@@ -216,6 +227,10 @@ class Policies:
     """Or the top-level field of the JSON payload the key is read from."""
     concurrency_limit: int = 0
     """1 or more with a key; 0 without one."""
+    calendars: tuple[str, ...] = ()
+    """Business calendars (names, the tenant's): a day any of them closes has no run."""
+    calendar_policy: CalendarPolicy = CalendarPolicy.SKIP
+    """What a run on a closed day does: skipped, or moved to the next (previous) open day."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_attempts <= MAX_ATTEMPTS:
@@ -254,6 +269,19 @@ class Policies:
         concurrency.check_policies(
             self.concurrency_key, self.concurrency_key_field, self.concurrency_limit
         )
+        self._check_calendars()
+
+    def _check_calendars(self) -> None:
+        if len(self.calendars) > MAX_JOB_CALENDARS:
+            raise InvalidArgument(
+                "policies.calendars", f"{len(self.calendars)} is more than {MAX_JOB_CALENDARS}"
+            )
+        if len(set(self.calendars)) != len(self.calendars):
+            raise InvalidArgument("policies.calendars", "names a calendar twice")
+        for name in self.calendars:
+            if not name.strip():
+                raise InvalidArgument("policies.calendars", "a calendar name must not be empty")
+            check_text("policies.calendars", name, MAX_NAME_LENGTH)
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,6 +317,10 @@ class JobSpec:
             raise InvalidArgument("payload", f"larger than {MAX_PAYLOAD_BYTES} bytes")
         if self.policies.concurrency_key_field:
             concurrency.key_from_payload(self.payload, self.policies.concurrency_key_field)
+        if self.policies.calendars and self.schedule.kind in (ScheduleKind.NOW, ScheduleKind.AT):
+            raise InvalidArgument(
+                "policies.calendars", "business calendars apply to recurring schedules only"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,15 @@ replays the latest `misfire_replay_cap` — and every missed run not fired is
 recorded as skipped with the reason. After an edit, pending occurrences made
 from the old version are carried over where the new schedule still has them
 and skipped as `superseded` where it does not.
+
+A job naming business calendars (wheel.schedule.business_days) has its runs
+placed under them: a run on a closed day is made skipped, its reason naming the
+calendar, or made to fire on the nearest open day while keeping its scheduled
+instant as its key; under `previous_business_day` the runs scheduled in the
+closed days just past the horizon that move before it are made now, so a run
+that moves earlier is never made after its new instant. A calendar's edit grows
+the version of the jobs naming it: their pending runs are carried or skipped
+as after any edit.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from wheel.model.executions import ExecutionStatus, NewOccurrence
 from wheel.model.ids import ExecutionKey, JobId, PartitionId
 from wheel.model.jobs import Job, MisfirePolicy
 from wheel.schedule import SchedulePlan, compile_schedule
+from wheel.schedule.business_days import BusinessDays, Placed
 from wheel.store import Store
 from wheel.store.materialising import Carry
 
@@ -70,6 +80,9 @@ class Materialiser:
         self._jobs_per_batch = jobs_per_batch
         self._rows_per_insert = rows_per_insert
         self._plans: dict[tuple[JobId, int], SchedulePlan] = {}
+        self._days: dict[tuple[JobId, int], BusinessDays] = {}
+        """Jobs' schedules under their business calendars, per (job, version): a calendar's
+        edit grows the version of every job naming it."""
 
     async def run(self, partitions: Collection[PartitionId]) -> MaterialiseReport:
         """Bring every active recurring job of `partitions` up to now + horizon."""
@@ -100,7 +113,9 @@ class Materialiser:
         # materialised_version 0 counts too: an edit during a job's first run leaves v1 rows.
         edited = [j for j in jobs if j.id in plans and j.materialised_version != j.version]
         edited_ids = {j.id for j in edited}
-        await self._supersede(edited, plans, report)
+        days = await self._business_days(jobs, plans)
+        await self._supersede(edited, plans, days, report)
+        await self._replan_calendar_skips(edited, now, plans, days)
         rows: list[NewOccurrence] = []
         cursors: list[tuple[Job, datetime]] = []
         for job in jobs:
@@ -110,7 +125,7 @@ class Materialiser:
             start = job.materialised_to or job.created_at
             if job.id in edited_ids:
                 start = min(start, now)
-            rows.extend(self._occurrences(job, plan, start, now, target))
+            rows.extend(self._occurrences(job, plan, days.get(job.id), start, now, target))
             cursors.append((job, target))
         for first in range(0, len(rows), self._rows_per_insert):
             chunk = rows[first : first + self._rows_per_insert]
@@ -141,18 +156,61 @@ class Materialiser:
         self._plans[(job.id, job.version)] = plan
         return plan
 
+    async def _business_days(
+        self, jobs: Sequence[Job], plans: dict[JobId, SchedulePlan]
+    ) -> dict[JobId, BusinessDays]:
+        """The jobs that name business calendars, under them: one statement for the
+        calendars of those not seen at their version yet."""
+        named = [j for j in jobs if j.id in plans and j.spec.policies.calendars]
+        wanted = [j for j in named if (j.id, j.version) not in self._days]
+        if wanted:
+            loaded = await self._store.materialising.calendars_of(wanted)
+            if len(self._days) + len(wanted) > _PLAN_CACHE_LIMIT:
+                self._days.clear()
+            for job in wanted:
+                names = job.spec.policies.calendars
+                missing = [name for name in names if (job.tenant_id, name) not in loaded]
+                if missing:  # deleted as the job was saved naming it: a job names only its own
+                    log.warning(
+                        "materialiser.missing_calendar",
+                        extra={"job": str(job.id), "calendars": missing},
+                    )
+                calendars = [loaded[(job.tenant_id, n)] for n in names if n not in missing]
+                self._days[(job.id, job.version)] = BusinessDays(
+                    plans[job.id], calendars, job.spec.policies.calendar_policy
+                )
+        return {
+            j.id: self._days[(j.id, j.version)] for j in named if (j.id, j.version) in self._days
+        }
+
     def _occurrences(
-        self, job: Job, plan: SchedulePlan, start: datetime, now: datetime, target: datetime
+        self,
+        job: Job,
+        plan: SchedulePlan,
+        days: BusinessDays | None,
+        start: datetime,
+        now: datetime,
+        target: datetime,
     ) -> list[NewOccurrence]:
         policies = job.spec.policies
-        runs = [r.instant for r in plan.runs(start, target)]
+        # (scheduled instant: the run's identity, the instant it runs, why a calendar skips it)
+        runs: list[tuple[datetime, datetime, str | None]]
+        if days is None:
+            runs = [(r.instant, r.instant, None) for r in plan.runs(start, target)]
+        else:
+            # A run scheduled past the target that moves before it is made now, not when
+            # the cursor reaches its scheduled instant (previous_business_day).
+            placed = [*days.runs(start, target), *days.moved_in(target)]
+            runs = [(p.occurrence.instant, p.instant, p.reason(plan.tz)) for p in placed]
         missed_before = now - policies.misfire_grace
-        missed = [r for r in runs if r < missed_before]
+        missed = sorted(at for _, at, skip in runs if skip is None and at < missed_before)
         fired = set(_fired_missed(missed, policies.misfire, policies.misfire_replay_cap))
         occurrences = []
-        for instant in runs:
-            status, reason = ExecutionStatus.PENDING, None
-            if instant < missed_before and instant not in fired:
+        for scheduled_for, instant, skip in runs:
+            status, reason = ExecutionStatus.PENDING, skip
+            if skip is not None:
+                status = ExecutionStatus.SKIPPED
+            elif instant < missed_before and instant not in fired:
                 status = ExecutionStatus.SKIPPED
                 reason = missed_reason(
                     (now - plan.fire_at(instant)).total_seconds(), policies.misfire_grace,
@@ -160,7 +218,7 @@ class Materialiser:
                 )  # fmt: skip
             occurrences.append(
                 NewOccurrence(
-                    key=ExecutionKey(job.id, instant),
+                    key=ExecutionKey(job.id, scheduled_for),
                     tenant_id=job.tenant_id,
                     partition=job.partition,
                     job_version=job.version,
@@ -173,7 +231,11 @@ class Materialiser:
         return occurrences
 
     async def _supersede(
-        self, edited: Sequence[Job], plans: dict[JobId, SchedulePlan], report: MaterialiseReport
+        self,
+        edited: Sequence[Job],
+        plans: dict[JobId, SchedulePlan],
+        days: dict[JobId, BusinessDays],
+        report: MaterialiseReport,
     ) -> None:
         outdated = await self._store.materialising.outdated_pending(edited)
         if not outdated:
@@ -187,22 +249,68 @@ class Materialiser:
             job, plan = jobs[job_id], plans[job_id]
             low = min(k.scheduled_for for k in keys)
             high = max(k.scheduled_for for k in keys) + _EPSILON
-            still = {r.instant for r in plan.runs(low, high)}
+            under = days.get(job_id)
+            still: dict[datetime, tuple[datetime, str | None]]
+            if under is None:
+                still = {r.instant: (r.instant, None) for r in plan.runs(low, high)}
+            else:  # where each run now runs, or why a calendar now skips it
+                still = {
+                    p.occurrence.instant: (p.instant, p.reason(plan.tz))
+                    for p in under.runs(low, high)
+                }
             for key in keys:
-                keep = key.scheduled_for in still
+                instant, skip = still.get(key.scheduled_for, (key.scheduled_for, None))
+                keep = key.scheduled_for in still and skip is None
                 decisions.append(
                     Carry(
                         key,
                         job.version,
                         keep,
-                        plan.fire_at(key.scheduled_for),
+                        plan.fire_at(instant),
                         job.spec.policies.priority,
                         job.spec.policies.deadline,
+                        skip,
                     )
                 )
                 report.carried += keep
                 report.superseded += not keep
         await self._store.materialising.supersede(decisions)
+
+    async def _replan_calendar_skips(
+        self,
+        edited: Sequence[Job],
+        now: datetime,
+        plans: dict[JobId, SchedulePlan],
+        days: dict[JobId, BusinessDays],
+    ) -> None:
+        """Runs still to come that a calendar skipped: an edited job (a calendar's edit
+        grows the version of the jobs naming it) runs them again where its calendars now
+        let it, and says the new reason where they still skip it."""
+        skipped = await self._store.materialising.calendar_skips(edited, now)
+        if not skipped:
+            return
+        jobs = {job.id: job for job in edited}
+        decisions = []
+        for key in skipped:
+            job, plan = jobs[key.job_id], plans[key.job_id]
+            at = key.scheduled_for
+            runs = plan.runs(at, at + _EPSILON)
+            if not runs:
+                continue  # the schedule has no run there now: it stays as it was
+            under = days.get(key.job_id)  # None: the job names no calendar any more
+            placed = under.place(runs[0]) if under is not None else Placed(runs[0], at)
+            decisions.append(
+                Carry(
+                    key,
+                    job.version,
+                    not placed.skipped,
+                    plan.fire_at(placed.instant),
+                    job.spec.policies.priority,
+                    job.spec.policies.deadline,
+                    placed.reason(plan.tz),
+                )
+            )
+        await self._store.materialising.replan_calendar_skips(decisions)
 
 
 def _fired_missed(missed: list[datetime], policy: MisfirePolicy, cap: int) -> list[datetime]:

@@ -20,6 +20,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from wheel.api.server.auth import Authenticator, ExecutorAuthenticator
+from wheel.api.server.calendars import CalendarsApi
 from wheel.api.server.cluster import ClusterApi
 from wheel.api.server.cors import Cors
 from wheel.api.server.executions import ExecutionsApi
@@ -109,6 +110,7 @@ async def serve(
         ExecutionsApi(api_store, explainer).service(),
         ClusterApi(etcd, layout, served).service(),
         NotificationsApi(api_store, egress=egress).service(),
+        CalendarsApi(api_store).service(),
     ]
     authenticator = Authenticator(api_store.tenants, ttl_s=config.token_cache_s)
     add_services(server, authenticator, api_services)

@@ -15,6 +15,7 @@ from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 
 from wheel.errors import (
     Conflict,
@@ -28,6 +29,7 @@ from wheel.model.executions import NewOccurrence
 from wheel.model.http_tasks import HttpTask
 from wheel.model.ids import JobId, PartitionId, TenantId
 from wheel.model.jobs import (
+    CalendarPolicy,
     DstFold,
     DstGap,
     IntervalDst,
@@ -105,6 +107,8 @@ def _policy_params(policies: Policies) -> dict[str, Any]:
         "concurrency_key": policies.concurrency_key,
         "concurrency_key_field": policies.concurrency_key_field,
         "concurrency_limit": policies.concurrency_limit,
+        "calendars": list(policies.calendars),
+        "calendar_policy": policies.calendar_policy.value,
     }
 
 
@@ -147,6 +151,8 @@ def job_from_row(row: dict[str, Any]) -> Job:
             concurrency_key=row["concurrency_key"],
             concurrency_key_field=row["concurrency_key_field"],
             concurrency_limit=row["concurrency_limit"],
+            calendars=tuple(row["calendars"]),
+            calendar_policy=CalendarPolicy(row["calendar_policy"]),
         ),
         http=(
             HttpTask(row["http_url"], row["http_retry_client_errors"]) if row["http_url"] else None
@@ -203,6 +209,7 @@ _JOB_COLUMNS = (
     "notify_url", "http_url", "http_retry_client_errors", "every_ms", "anchor",
     "interval_dst", "deadline_ms", "notify_after_failures",
     "concurrency_key", "concurrency_key_field", "concurrency_limit",
+    "calendars", "calendar_policy",
 )  # fmt: skip
 """The columns of insert_jobs, each sent as one array."""
 
@@ -294,6 +301,8 @@ class Jobs:
             for name in _JOB_COLUMNS:
                 params[name].append(row[name])
         params["tenant_id"] = tenant_id
+        # A job's calendars are a list, and arrays of arrays are rectangular: one JSON each.
+        params["calendars"] = [Jsonb(names) for names in params["calendars"]]
         await self._occurrences.ensure_partitions(occurrences)
         async with translated(), self._pool.connection() as conn, conn.transaction():
             cursor = conn.cursor(row_factory=dict_row)

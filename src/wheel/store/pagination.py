@@ -68,3 +68,26 @@ def decode(token: str, *, oldest_first: bool = False) -> tuple[datetime, uuid.UU
     if bool(order) != oldest_first:
         raise InvalidArgument("page_token", "from a listing in the other order (oldest_first)")
     return instant, ident
+
+
+_BY_NAME = "name"
+
+
+def encode_text(key: str) -> str:
+    """A token for the rows after this text key (listings ordered by name)."""
+    raw = json.dumps([_BY_NAME, key]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_text(token: str) -> str:
+    """The text key an `encode_text` token names; InvalidArgument for anything else."""
+    if len(token) > 4 * _MAX_TOKEN:  # a name is up to 200 characters
+        raise InvalidArgument("page_token", "not a token this server issued")
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        kind, key = json.loads(raw)
+    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError, RecursionError):
+        raise InvalidArgument("page_token", "not a token this server issued") from None
+    if kind != _BY_NAME or not isinstance(key, str):
+        raise InvalidArgument("page_token", "not a token this server issued")
+    return key

@@ -127,6 +127,11 @@ CREATE TABLE jobs (
     concurrency_key     text NOT NULL DEFAULT '',
     concurrency_key_field text NOT NULL DEFAULT '',
     concurrency_limit   integer NOT NULL DEFAULT 0 CHECK (concurrency_limit >= 0),
+    -- Business calendars (wheel.schedule.business_days): the tenant's calendars it names,
+    -- and what a run on a day they close does (skipped, or moved to an open day).
+    calendars           text[] NOT NULL DEFAULT '{}',
+    calendar_policy     text NOT NULL DEFAULT 'skip'
+                        CHECK (calendar_policy IN ('skip', 'next_business_day', 'previous_business_day')),
     CHECK ((schedule_kind = 'at') = (run_at IS NOT NULL)),
     CHECK ((schedule_kind = 'cron') = (cron IS NOT NULL)),
     CONSTRAINT jobs_interval_every CHECK ((schedule_kind = 'interval') = (every_ms IS NOT NULL))
@@ -138,6 +143,8 @@ CREATE UNIQUE INDEX jobs_tenant_name ON jobs (tenant_id, name) WHERE status <> '
 -- least materialised first.
 CREATE INDEX jobs_to_materialise ON jobs (partition, materialised_to NULLS FIRST)
     WHERE status = 'active' AND schedule_kind IN ('cron', 'interval');
+-- The jobs naming a calendar: re-planned when it is edited, and why it cannot be deleted.
+CREATE INDEX jobs_calendars ON jobs USING gin (calendars) WHERE calendars <> '{}';
 
 -- One day per statement. A statement that locks or updates executions by key
 -- names the batch's first and last instant (`scheduled_for BETWEEN p_first AND
@@ -1278,3 +1285,18 @@ BEGIN
     END LOOP;
 END
 $$;
+-- A tenant's named business calendars (wheel.schedule.calendars): the days each closes,
+-- as listed dates and ranges, weekdays and public-holiday sources. Jobs name them by
+-- name, so a name is unique per tenant; the version guards updates as a job's does.
+CREATE TABLE calendars (
+    id              uuid PRIMARY KEY,
+    tenant_id       uuid NOT NULL REFERENCES tenants (id),
+    name            text NOT NULL CHECK (name <> ''),
+    description     text NOT NULL DEFAULT '',
+    -- {"dates": ["2026-12-24..2027-01-02"], "weekdays": ["sat", "sun"], "holidays": ["GB-ENG"]}
+    definition      jsonb NOT NULL,
+    version         bigint NOT NULL DEFAULT 1 CHECK (version >= 1),
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    updated_at      timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT calendars_tenant_name UNIQUE (tenant_id, name)
+);

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wheel.store.calendars import Calendars
 from wheel.store.clock import DatabaseClock
 from wheel.store.deadlines import Deadlines
 from wheel.store.durability import DurabilityReader
@@ -39,6 +40,7 @@ class Store:
     webhooks: Webhooks
     outbox: Outbox
     deadlines: Deadlines
+    calendars: Calendars
 
     @classmethod
     def over(cls, pool: Pool) -> Store:
@@ -57,6 +59,7 @@ class Store:
             webhooks=Webhooks(pool),
             outbox=Outbox(pool),
             deadlines=Deadlines(pool),
+            calendars=Calendars(pool),
         )
 
     @classmethod

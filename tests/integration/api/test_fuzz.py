@@ -83,6 +83,8 @@ CHANGES_THE_WORLD = {
     "/wheel.v1.Jobs/DeleteJob",
     "/wheel.v1.Executions/RetryExecution",
     "/wheel.v1.Executions/CancelExecution",
+    "/wheel.v1.Calendars/UpdateCalendar",
+    "/wheel.v1.Calendars/DeleteCalendar",
 }
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024  # grpcio's default receive limit: larger is not ours to judge
 

@@ -19,13 +19,15 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from tests.integration.api.helpers import Api, Caller, Metadata
 from wheel._proto.wheel.v1 import api_pb2 as apb
+from wheel._proto.wheel.v1 import calendars_pb2 as cpb
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.store import Store
 from wheel.timestamps import to_timestamp
 
 METHODS: dict[str, MethodDescriptor] = {
     f"/{service.full_name}/{method.name}": method
-    for service in apb.DESCRIPTOR.services_by_name.values()
+    for module in (apb, cpb)
+    for service in module.DESCRIPTOR.services_by_name.values()
     for method in service.methods
 }
 """Every RPC the public API declares, by its wire name (`/wheel.v1.Jobs/GetJob`)."""
@@ -81,7 +83,10 @@ async def fingerprint(store: Store) -> tuple[object, ...]:
                  FROM executions WHERE trigger <> 'schedule'),
               (SELECT count(*) FROM executions
                  WHERE trigger = 'schedule' AND status NOT IN ('pending', 'skipped')),
-              (SELECT count(*) FROM attempts)
+              (SELECT count(*) FROM attempts),
+              (SELECT md5(coalesce(string_agg(
+                   concat_ws('|', id, tenant_id, name, version, description, definition::text),
+                   ',' ORDER BY id), '')) FROM calendars)
             """
         )
         row = await cursor.fetchone()
@@ -101,6 +106,8 @@ class World:
     """A page token alice was given (by ListJobs and ListExecutions alike: both are keysets)."""
     bobs_job: pb.Job
     bobs_execution: pb.Execution
+    calendar: cpb.Calendar
+    bobs_calendar: cpb.Calendar
 
 
 async def world(api: Api) -> World:
@@ -129,8 +136,32 @@ async def world(api: Api) -> World:
     page = await a.jobs.ListJobs(apb.ListJobsRequest(page_size=1), metadata=a.metadata)
     assert page.next_page_token
     bobs_job = (await b.jobs.CreateJob(create(f"bob's {tag}"), metadata=b.metadata)).job
+    bobs_execution = await trigger(b, bobs_job.id, 1)
+    calendar = await invoke(
+        api.channel, CREATE_CALENDAR, new_calendar(f"holidays {tag}"), a.metadata
+    )
+    bobs_calendar = await invoke(
+        api.channel, CREATE_CALENDAR, new_calendar(f"bob's holidays {tag}"), b.metadata
+    )
+    assert isinstance(calendar, cpb.Calendar)
+    assert isinstance(bobs_calendar, cpb.Calendar)
     return World(
-        job, paused, pending, dead, page.next_page_token, bobs_job, await trigger(b, bobs_job.id, 1)
+        job, paused, pending, dead, page.next_page_token, bobs_job, bobs_execution,
+        calendar, bobs_calendar,
+    )  # fmt: skip
+
+
+CREATE_CALENDAR = "/wheel.v1.Calendars/CreateCalendar"
+
+
+def new_calendar(name: str) -> cpb.CreateCalendarRequest:
+    return cpb.CreateCalendarRequest(
+        calendar=cpb.Calendar(
+            name=name,
+            weekdays=["sat", "sun"],
+            holidays=[cpb.HolidaySource(country="GB", subdivision="ENG")],
+            dates=[cpb.CalendarDateRange(first=f"{datetime.now(UTC).year + 1}-12-24")],
+        )
     )
 
 
@@ -143,6 +174,18 @@ async def alices_view(api: Api, w: World) -> list[Message]:
         await a.executions.GetExecution(apb.ExecutionRef(id=w.dead.id), metadata=a.metadata),
         await a.jobs.ListJobs(apb.ListJobsRequest(), metadata=a.metadata),
         await a.executions.ListExecutions(apb.ListExecutionsRequest(), metadata=a.metadata),
+        await invoke(
+            api.channel,
+            "/wheel.v1.Calendars/GetCalendar",
+            cpb.CalendarRef(id=w.calendar.id),
+            a.metadata,
+        ),
+        await invoke(
+            api.channel,
+            "/wheel.v1.Calendars/ListCalendars",
+            cpb.ListCalendarsRequest(),
+            a.metadata,
+        ),
     ]
 
 
@@ -152,7 +195,7 @@ BobCheck = Callable[[Api, World, str, Message], Awaitable[None]]
 async def not_found(api: Api, w: World, method: str, request: Message) -> None:
     error = await refused(api.channel, method, request, api.bob.metadata)
     assert error.code() is grpc.StatusCode.NOT_FOUND, (error.code(), error.details())
-    for secret in (w.job.name, w.paused.name):
+    for secret in (w.job.name, w.paused.name, w.calendar.name):
         assert secret not in (error.details() or "")
 
 
@@ -215,6 +258,32 @@ async def own_webhook_only(api: Api, w: World, method: str, request: Message) ->
                          apb.GetWebhookRequest(), a.metadata)  # fmt: skip
     assert isinstance(again, apb.Webhook)
     assert (again.url, again.secret) == (ALICES_HOOK, alices.secret)
+
+
+async def own_calendar_made(api: Api, w: World, method: str, request: Message) -> None:
+    """Bob's new calendar is his own, whatever alice has (his is removed again, so the rest of
+    the checks see the world as it was)."""
+    made = await invoke(api.channel, method, request, api.bob.metadata)
+    assert isinstance(made, cpb.Calendar)
+    assert made.id != w.calendar.id
+    assert made.name == f"{w.calendar.name} too"
+    ref = cpb.CalendarRef(id=made.name)
+    mine = await invoke(api.channel, "/wheel.v1.Calendars/GetCalendar", ref, api.bob.metadata)
+    assert mine == made
+    await invoke(api.channel, "/wheel.v1.Calendars/DeleteCalendar", ref, api.bob.metadata)
+
+
+async def only_bobs_calendars(api: Api, w: World, method: str, request: Message) -> None:
+    listed = await invoke(api.channel, method, request, api.bob.metadata)
+    assert isinstance(listed, cpb.ListCalendarsResponse)
+    assert [c.id for c in listed.calendars] == [w.bobs_calendar.id]
+
+
+def _edited_calendar(w: World) -> cpb.UpdateCalendarRequest:
+    calendar = cpb.Calendar()
+    calendar.CopyFrom(w.calendar)
+    calendar.weekdays[:] = ["sun"]
+    return cpb.UpdateCalendarRequest(calendar=calendar)
 
 
 @dataclass(frozen=True)
@@ -284,6 +353,21 @@ CASES: dict[str, Case] = {
     "/wheel.v1.Notifications/SetWebhook": Case(
         lambda w: apb.SetWebhookRequest(url="https://bob.example/hook", rotate_secret=True),
         own_webhook_only,
+    ),
+    CREATE_CALENDAR: Case(
+        lambda w: cpb.CreateCalendarRequest(
+            calendar=cpb.Calendar(name=f"{w.calendar.name} too", weekdays=["sat"])
+        ),
+        own_calendar_made,
+    ),
+    "/wheel.v1.Calendars/GetCalendar": Case(lambda w: cpb.CalendarRef(id=w.calendar.id)),
+    "/wheel.v1.Calendars/ListCalendars": Case(
+        lambda w: cpb.ListCalendarsRequest(), only_bobs_calendars
+    ),
+    "/wheel.v1.Calendars/UpdateCalendar": Case(_edited_calendar),
+    "/wheel.v1.Calendars/DeleteCalendar": Case(lambda w: cpb.CalendarRef(id=w.calendar.id)),
+    "/wheel.v1.Calendars/ListClosedDays": Case(
+        lambda w: cpb.ListClosedDaysRequest(calendar=w.calendar.id)
     ),
 }
 

@@ -14,7 +14,8 @@ a scheduled run that has waited past its misfire grace adds that its claim
 applies the misfire policy, and a skipped one shows the reason the claim wrote.
 An occurrence that has no row is explained from the job's schedule: not an
 instant of it, outside its bounds, before the job existed, or not materialised
-yet. A run that notified (a
+yet. A run a business calendar skipped or moved names the calendar and what it
+says of the day (SKIPPED_CALENDAR; a "moved" step). A run that notified (a
 webhook, `wheel.notify`) shows each notification's delivery as a step.
 """
 
@@ -25,6 +26,7 @@ from datetime import UTC, datetime, timedelta
 
 from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel.api import convert
+from wheel.api.server import job_calendars
 from wheel.api.server.explain_deadlines import deadline_clause, deadline_step
 from wheel.api.server.served import ServedView
 from wheel.api.server.waiting import Waiting, WaitingReader, when
@@ -46,8 +48,10 @@ from wheel.model.jobs import IntervalDst, Job, JobStatus, Schedule, ScheduleKind
 from wheel.model.notifications import Delivery, DeliveryState, redacted
 from wheel.model.pauses import Pause
 from wheel.model.summaries import settled
-from wheel.schedule import compile_schedule
+from wheel.schedule import compile_schedule, smear_offset
+from wheel.schedule.business_days import Placed
 from wheel.schedule.interval import describe_interval
+from wheel.schedule.zones import zone
 from wheel.store import Store
 from wheel.timestamps import to_timestamp
 
@@ -115,19 +119,39 @@ class Explainer:
             job_id=str(key.job_id),
             scheduled_for=to_timestamp(key.scheduled_for),
         )
+        placed = await self._placed(job, key)
         if execution is None:
             verdict, summary = self._absent(job, key)
+            if placed is not None and placed.skipped and verdict is V.NOT_MATERIALISED:
+                verdict, summary = _calendar_skips(result, job, placed)
         else:
             result.execution.CopyFrom(convert.execution_to(execution))
             for delivery in await self._store.outbox.of_run(tenant, key):
                 _notified(result, delivery)
             deadline_step(result, execution)
             self._path(result, execution, job.spec.policies.max_attempts)
+            _moved(result, job, execution, placed)
             verdict, summary = await self._state(result, job, execution)
             summary += deadline_clause(execution)
+            if verdict is V.SKIPPED and (execution.reason or "").startswith("calendar "):
+                verdict = V.SKIPPED_CALENDAR
+                _calendar_named(result, execution.reason or "", placed)
         result.verdict = verdict
         result.summary = summary
         return result
+
+    async def _placed(self, job: Job, key: ExecutionKey) -> Placed | None:
+        """What the job's business calendars make of the run scheduled at `key`'s instant
+        (None: it names none, or the schedule has no run then)."""
+        if not job.spec.policies.calendars:
+            return None
+        plan = compile_schedule(job.spec.schedule, job.id, now=job.created_at)
+        days = await job_calendars.of_job(self._store, job, plan)
+        instant = key.scheduled_for
+        runs = plan.runs(instant, instant + timedelta(microseconds=1))
+        if days is None or not runs:
+            return None
+        return days.place(runs[0])
 
     # -- an occurrence with a row ------------------------------------------------------------
 
@@ -318,6 +342,42 @@ class Explainer:
         return V.NOT_MATERIALISED, (
             "no record of it: dropped by retention, or made and superseded before an edit"
         )
+
+
+def _moved(result: api.Explanation, job: Job, execution: Execution, placed: Placed | None) -> None:
+    """A step for a run a calendar moved: from where, by which calendar, and why. A first
+    try's firing instant must say it moved there (a calendar edited since says otherwise)."""
+    if placed is None or not placed.moved or execution.trigger is not Trigger.SCHEDULE:
+        return
+    tz = zone(job.spec.schedule.time_zone)
+    offset = execution.fire_at - placed.instant
+    if (
+        execution.attempt == 0
+        and not execution.retries
+        and offset != smear_offset(job.id, job.spec.schedule.smear)
+    ):
+        return
+    _step(result, None, "moved", f"{placed.moved_from(tz)}; it runs {when(placed.instant)}")
+    result.calendar = placed.calendar or ""
+    result.calendar_reason = placed.holiday or ""
+    result.moved_to.CopyFrom(to_timestamp(placed.instant))
+
+
+def _calendar_named(result: api.Explanation, reason: str, placed: Placed | None) -> None:
+    """A run a calendar skipped: the calendar its reason names, and what it says of the day."""
+    name = reason.removeprefix("calendar ").split(": ", 1)[0]
+    result.calendar = name
+    if placed is not None and placed.calendar == name:
+        result.calendar_reason = placed.holiday or ""
+
+
+def _calendar_skips(
+    result: api.Explanation, job: Job, placed: Placed
+) -> tuple[api.Explanation.Verdict, str]:
+    """A run not made yet that the job's calendars will skip."""
+    reason = placed.reason(zone(job.spec.schedule.time_zone)) or ""
+    _calendar_named(result, reason, placed)
+    return V.SKIPPED_CALENDAR, f"will not run: {reason} (not materialised yet)"
 
 
 def _notified(result: api.Explanation, delivery: Delivery) -> None:

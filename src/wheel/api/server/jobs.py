@@ -16,7 +16,9 @@ from datetime import UTC, datetime, timedelta
 from wheel._proto.wheel.v1 import api_pb2 as api
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.api import convert
+from wheel.api.server import job_calendars
 from wheel.api.server.auth import caller_token
+from wheel.api.server.job_calendars import check_calendars
 from wheel.api.server.job_refs import resolve
 from wheel.api.server.registration import (
     Registered,
@@ -42,6 +44,7 @@ from wheel.model.jobs import Job, JobStatus, OverlapPolicy, Policies
 from wheel.model.pauses import check_note
 from wheel.notify.egress import DEFAULT_EGRESS, EgressPolicy
 from wheel.schedule import SchedulePlan, compile_schedule, preview, preview_around
+from wheel.schedule.business_days import BusinessDays
 from wheel.store import Store, pagination
 from wheel.timestamps import to_timestamp
 
@@ -232,7 +235,8 @@ class JobsApi:
         self, job: Job, plan: SchedulePlan, now: datetime, count: int
     ) -> api.CreateJobResponse:
         after = now if plan.one_off is None else min(now, plan.one_off)
-        runs = preview(plan, after, count) if job.status is not JobStatus.DELETED else []
+        days = await job_calendars.of_job(self._store, job, plan)
+        runs = preview(plan, after, count, days) if job.status is not JobStatus.DELETED else []
         # The answer's next_runs say what comes next; the job itself is as a plain get
         # returns it (with_runs is the reader's to ask for).
         (message,) = await self._jobs_to([job], runs=False)
@@ -263,6 +267,7 @@ class JobsApi:
     async def _add_runs(self, jobs: list[Job], messages: list[pb.Job]) -> None:
         now = self._clock()
         last = await self._store.executions.last_runs([job.id for job in jobs], now)
+        calendars = await job_calendars.of_jobs(self._store, jobs) if jobs else {}
         for job, message in zip(jobs, messages, strict=True):
             ran = last.get(job.id)
             if ran is not None:
@@ -278,7 +283,11 @@ class JobsApi:
                 if ran is None:  # a one-off runs once: next, until it has
                     message.next_run_at.CopyFrom(to_timestamp(plan.fire_at(plan.one_off)))
                 continue
-            upcoming = preview(plan, now, 1)
+            policies = job.spec.policies
+            days = job_calendars.under(
+                plan, calendars, policies.calendars, policies.calendar_policy
+            )
+            upcoming = [run for run in preview(plan, now, 1, days) if not run.skipped]
             if upcoming:
                 message.next_run_at.CopyFrom(to_timestamp(upcoming[0].fire_at))
 
@@ -358,6 +367,7 @@ class JobsApi:
         current = await self._store.jobs.get(tenant, job_id)
         check_targets(self._egress, [("job.", spec)])
         await check_http_hosts(self._store, tenant, [("job.", spec)])
+        await check_calendars(self._store, tenant, [("job.", spec)])
         if spec.schedule != current.spec.schedule and (
             not current.spec.schedule.recurring or not spec.schedule.recurring
         ):
@@ -406,15 +416,43 @@ class JobsApi:
         after = convert.instant(request.after, "after") if request.HasField("after") else now
         with convert.request_fields(schedule=schedule):
             plan = compile_schedule(schedule, job_id, now=now)
+        days = await self._preview_calendars(request, tenant, job_id, plan)
         if request.HasField("around"):
-            both = preview_around(plan, around, before, count)
+            both = preview_around(plan, around, before, count, days)
             return api.PreviewScheduleResponse(
                 earlier_runs=[convert.next_run_to(run) for run in both.earlier],
                 next_runs=[convert.next_run_to(run) for run in both.later],
             )
         return api.PreviewScheduleResponse(
-            next_runs=[convert.next_run_to(run) for run in preview(plan, after, count)]
+            next_runs=[convert.next_run_to(run) for run in preview(plan, after, count, days)]
         )
+
+    async def _preview_calendars(
+        self,
+        request: api.PreviewScheduleRequest,
+        tenant: TenantId,
+        job_id: uuid.UUID,
+        plan: SchedulePlan,
+    ) -> BusinessDays | None:
+        """The business calendars a preview applies: those it names, else its job's own."""
+        policy = convert.calendar_policy(request.calendar_policy, "calendar_policy")
+        if request.calendar_policy and not request.calendars:
+            raise InvalidArgument("calendar_policy", "goes with calendars (the ones it applies to)")
+        if request.without_calendars:
+            if request.calendars:
+                raise InvalidArgument("calendars", "not with without_calendars")
+            return None
+        if request.calendars:
+            names = list(request.calendars)
+            if len(set(names)) != len(names):
+                raise InvalidArgument("calendars", "names a calendar twice")
+            found = await job_calendars.calendars_named(self._store, tenant, [("calendars", names)])
+            return job_calendars.under(plan, found, names, policy)
+        if not request.job_id:
+            return None
+        # A job id seeds H fields and smear whoever's it is; calendars only from the tenant's own.
+        job = await self._existing(tenant, JobId(job_id))
+        return await job_calendars.of_job(self._store, job, plan) if job is not None else None
 
     async def trigger(self, request: api.TriggerJobRequest, tenant: TenantId) -> pb.Execution:
         job_id = await self._ref(tenant, request.id)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from wheel.api.server.job_calendars import check_calendars
 from wheel.errors import InvalidArgument
 from wheel.model.executions import NewOccurrence, Trigger
 from wheel.model.http_tasks import host_allowed
@@ -86,6 +87,7 @@ async def register_job(
     plan, partition, occurrences = _prepare(tenant_id, spec, job_id, partitions, clock())
     check_targets(egress, [("", spec)])
     await check_http_hosts(store, tenant_id, [("", spec)])
+    await check_calendars(store, tenant_id, [("", spec)])
     job = await store.jobs.create(tenant_id, job_id, partition, spec, occurrences)
     return Registered(job, plan)
 
@@ -117,6 +119,7 @@ async def register_jobs(
             raise InvalidArgument(f"jobs[{index}].{exc.field}", exc.reason) from None
     check_targets(egress, [(f"jobs[{i}].", s) for i, s in enumerate(specs)])
     await check_http_hosts(store, tenant_id, [(f"jobs[{i}].", s) for i, s in enumerate(specs)])
+    await check_calendars(store, tenant_id, [(f"jobs[{i}].", s) for i, s in enumerate(specs)])
     rows = [(job_id, partition, spec)
             for (job_id, _, partition, _), spec in zip(prepared, specs, strict=True)]  # fmt: skip
     occurrences = [o for *_, made in prepared for o in made]

@@ -22,7 +22,7 @@ import grpc
 from google.protobuf.message import DecodeError, Message
 
 from wheel import tracing
-from wheel._proto.wheel.v1 import api_pb2
+from wheel._proto.wheel.v1 import api_pb2, calendars_pb2
 from wheel.api.server.auth import Authenticator
 from wheel.api.status import Status, to_status
 from wheel.errors import InvalidArgument, WheelError
@@ -31,7 +31,11 @@ from wheel.model.ids import TenantId
 MAX_REQUEST_BYTES = 16 * 1024 * 1024
 """Largest request a node takes, over gRPC (whose default is 4 MiB) and HTTP/JSON alike:
 a CreateJobs batch."""
-SERVICE_NAMES = tuple(service.full_name for service in api_pb2.DESCRIPTOR.services_by_name.values())
+SERVICE_NAMES = tuple(
+    service.full_name
+    for module in (api_pb2, calendars_pb2)
+    for service in module.DESCRIPTOR.services_by_name.values()
+)
 """Every public API service, by full name (what reflection lists)."""
 
 SERVER_ERRORS = frozenset(

@@ -8,14 +8,16 @@ INSERT INTO jobs (id, tenant_id, name, task_type, payload, schedule_kind, run_at
                   overlap, timeout_ms, priority, pool, notify_url, http_url,
                   http_retry_client_errors, partition, every_ms, anchor, interval_dst,
                   deadline_ms, notify_after_failures, concurrency_key, concurrency_key_field,
-                  concurrency_limit)
+                  concurrency_limit, calendars,
+                  calendar_policy)
 SELECT j.id, %(tenant_id)s::uuid, j.name, j.task_type, j.payload, j.schedule_kind, j.run_at,
        j.cron, j.time_zone, j.starts_at, j.ends_at, j.smear_ms, j.dst_gap, j.dst_fold,
        j.max_attempts, j.backoff_base_ms, j.backoff_cap_ms, j.idempotent, j.misfire,
        j.misfire_grace_ms, j.misfire_replay_cap, j.overlap, j.timeout_ms, j.priority, j.pool,
        j.notify_url, j.http_url, j.http_retry_client_errors, j.partition, j.every_ms, j.anchor,
        j.interval_dst, j.deadline_ms, j.notify_after_failures, j.concurrency_key,
-       j.concurrency_key_field, j.concurrency_limit
+       j.concurrency_key_field, j.concurrency_limit,
+       ARRAY(SELECT jsonb_array_elements_text(j.calendars)), j.calendar_policy
 FROM unnest(%(id)s::uuid[], %(name)s::text[], %(task_type)s::text[], %(payload)s::bytea[],
             %(schedule_kind)s::text[], %(run_at)s::timestamptz[], %(cron)s::text[],
             %(time_zone)s::text[], %(starts_at)s::timestamptz[], %(ends_at)s::timestamptz[],
@@ -29,13 +31,14 @@ FROM unnest(%(id)s::uuid[], %(name)s::text[], %(task_type)s::text[], %(payload)s
             %(every_ms)s::bigint[], %(anchor)s::timestamptz[], %(interval_dst)s::text[],
             %(deadline_ms)s::bigint[], %(notify_after_failures)s::integer[],
             %(concurrency_key)s::text[], %(concurrency_key_field)s::text[],
-            %(concurrency_limit)s::integer[])
+            %(concurrency_limit)s::integer[],
+            %(calendars)s::jsonb[], %(calendar_policy)s::text[])
      AS j (id, name, task_type, payload, schedule_kind, run_at, cron, time_zone, starts_at,
            ends_at, smear_ms, dst_gap, dst_fold, max_attempts, backoff_base_ms, backoff_cap_ms,
            idempotent, misfire, misfire_grace_ms, misfire_replay_cap, overlap, timeout_ms,
            priority, pool, notify_url, http_url, http_retry_client_errors, partition, every_ms,
            anchor, interval_dst, deadline_ms, notify_after_failures, concurrency_key,
-           concurrency_key_field, concurrency_limit)
+           concurrency_key_field, concurrency_limit, calendars, calendar_policy)
 ON CONFLICT DO NOTHING
 RETURNING id, tenant_id, partition, status, version, materialised_to, materialised_version,
           created_at, updated_at

@@ -16,7 +16,8 @@ SET name = %(name)s, task_type = %(task_type)s, payload = %(payload)s,
     every_ms = %(every_ms)s, anchor = %(anchor)s, interval_dst = %(interval_dst)s,
     deadline_ms = %(deadline_ms)s, notify_after_failures = %(notify_after_failures)s,
     concurrency_key = %(concurrency_key)s, concurrency_key_field = %(concurrency_key_field)s,
-    concurrency_limit = %(concurrency_limit)s, version = version + 1, updated_at = now()
+    concurrency_limit = %(concurrency_limit)s,
+    calendars = %(calendars)s, calendar_policy = %(calendar_policy)s, version = version + 1, updated_at = now()
 WHERE id = %(id)s AND tenant_id = %(tenant_id)s AND version = %(expected_version)s
   AND status <> 'deleted'
 RETURNING *

@@ -120,20 +120,26 @@ class UpdateJobRequest(_message.Message):
     def __init__(self, job: _Optional[_Union[_common_pb2.Job, _Mapping]] = ...) -> None: ...
 
 class PreviewScheduleRequest(_message.Message):
-    __slots__ = ("schedule", "count", "after", "job_id", "around", "before")
+    __slots__ = ("schedule", "count", "after", "job_id", "around", "before", "calendars", "calendar_policy", "without_calendars")
     SCHEDULE_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     AFTER_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     AROUND_FIELD_NUMBER: _ClassVar[int]
     BEFORE_FIELD_NUMBER: _ClassVar[int]
+    CALENDARS_FIELD_NUMBER: _ClassVar[int]
+    CALENDAR_POLICY_FIELD_NUMBER: _ClassVar[int]
+    WITHOUT_CALENDARS_FIELD_NUMBER: _ClassVar[int]
     schedule: _common_pb2.Schedule
     count: int
     after: _timestamp_pb2.Timestamp
     job_id: str
     around: _timestamp_pb2.Timestamp
     before: int
-    def __init__(self, schedule: _Optional[_Union[_common_pb2.Schedule, _Mapping]] = ..., count: _Optional[int] = ..., after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., job_id: _Optional[str] = ..., around: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before: _Optional[int] = ...) -> None: ...
+    calendars: _containers.RepeatedScalarFieldContainer[str]
+    calendar_policy: _common_pb2.CalendarPolicy
+    without_calendars: bool
+    def __init__(self, schedule: _Optional[_Union[_common_pb2.Schedule, _Mapping]] = ..., count: _Optional[int] = ..., after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., job_id: _Optional[str] = ..., around: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., before: _Optional[int] = ..., calendars: _Optional[_Iterable[str]] = ..., calendar_policy: _Optional[_Union[_common_pb2.CalendarPolicy, str]] = ..., without_calendars: _Optional[bool] = ...) -> None: ...
 
 class PreviewScheduleResponse(_message.Message):
     __slots__ = ("next_runs", "earlier_runs")
@@ -192,7 +198,7 @@ class ExplainExecutionRequest(_message.Message):
     def __init__(self, execution_id: _Optional[str] = ..., occurrence: _Optional[_Union[JobInstant, _Mapping]] = ...) -> None: ...
 
 class Explanation(_message.Message):
-    __slots__ = ("execution_id", "job_id", "scheduled_for", "verdict", "summary", "steps", "execution", "concurrency_key", "concurrency_limit", "key_holders")
+    __slots__ = ("execution_id", "job_id", "scheduled_for", "verdict", "summary", "steps", "execution", "concurrency_key", "concurrency_limit", "key_holders", "calendar", "calendar_reason", "moved_to")
     class Verdict(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         VERDICT_UNSPECIFIED: _ClassVar[Explanation.Verdict]
@@ -217,6 +223,7 @@ class Explanation(_message.Message):
         BEHIND_RUNNING: _ClassVar[Explanation.Verdict]
         NO_EXECUTOR: _ClassVar[Explanation.Verdict]
         AT_KEY_LIMIT: _ClassVar[Explanation.Verdict]
+        SKIPPED_CALENDAR: _ClassVar[Explanation.Verdict]
     VERDICT_UNSPECIFIED: Explanation.Verdict
     SUCCEEDED: Explanation.Verdict
     WAITING: Explanation.Verdict
@@ -239,6 +246,7 @@ class Explanation(_message.Message):
     BEHIND_RUNNING: Explanation.Verdict
     NO_EXECUTOR: Explanation.Verdict
     AT_KEY_LIMIT: Explanation.Verdict
+    SKIPPED_CALENDAR: Explanation.Verdict
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     SCHEDULED_FOR_FIELD_NUMBER: _ClassVar[int]
@@ -249,6 +257,9 @@ class Explanation(_message.Message):
     CONCURRENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     CONCURRENCY_LIMIT_FIELD_NUMBER: _ClassVar[int]
     KEY_HOLDERS_FIELD_NUMBER: _ClassVar[int]
+    CALENDAR_FIELD_NUMBER: _ClassVar[int]
+    CALENDAR_REASON_FIELD_NUMBER: _ClassVar[int]
+    MOVED_TO_FIELD_NUMBER: _ClassVar[int]
     execution_id: str
     job_id: str
     scheduled_for: _timestamp_pb2.Timestamp
@@ -259,7 +270,10 @@ class Explanation(_message.Message):
     concurrency_key: str
     concurrency_limit: int
     key_holders: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, execution_id: _Optional[str] = ..., job_id: _Optional[str] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., verdict: _Optional[_Union[Explanation.Verdict, str]] = ..., summary: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[ExplanationStep, _Mapping]]] = ..., execution: _Optional[_Union[_common_pb2.Execution, _Mapping]] = ..., concurrency_key: _Optional[str] = ..., concurrency_limit: _Optional[int] = ..., key_holders: _Optional[_Iterable[str]] = ...) -> None: ...
+    calendar: str
+    calendar_reason: str
+    moved_to: _timestamp_pb2.Timestamp
+    def __init__(self, execution_id: _Optional[str] = ..., job_id: _Optional[str] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., verdict: _Optional[_Union[Explanation.Verdict, str]] = ..., summary: _Optional[str] = ..., steps: _Optional[_Iterable[_Union[ExplanationStep, _Mapping]]] = ..., execution: _Optional[_Union[_common_pb2.Execution, _Mapping]] = ..., concurrency_key: _Optional[str] = ..., concurrency_limit: _Optional[int] = ..., key_holders: _Optional[_Iterable[str]] = ..., calendar: _Optional[str] = ..., calendar_reason: _Optional[str] = ..., moved_to: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class ExplanationStep(_message.Message):
     __slots__ = ("at", "what", "detail")

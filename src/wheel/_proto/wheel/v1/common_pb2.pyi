@@ -32,6 +32,13 @@ class OverlapPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     OVERLAP_QUEUE: _ClassVar[OverlapPolicy]
     OVERLAP_ALLOW: _ClassVar[OverlapPolicy]
 
+class CalendarPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CALENDAR_POLICY_DEFAULT: _ClassVar[CalendarPolicy]
+    CALENDAR_POLICY_SKIP: _ClassVar[CalendarPolicy]
+    CALENDAR_POLICY_NEXT_BUSINESS_DAY: _ClassVar[CalendarPolicy]
+    CALENDAR_POLICY_PREVIOUS_BUSINESS_DAY: _ClassVar[CalendarPolicy]
+
 class JobStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     JOB_STATUS_UNSPECIFIED: _ClassVar[JobStatus]
@@ -61,6 +68,10 @@ OVERLAP_DEFAULT: OverlapPolicy
 OVERLAP_SKIP: OverlapPolicy
 OVERLAP_QUEUE: OverlapPolicy
 OVERLAP_ALLOW: OverlapPolicy
+CALENDAR_POLICY_DEFAULT: CalendarPolicy
+CALENDAR_POLICY_SKIP: CalendarPolicy
+CALENDAR_POLICY_NEXT_BUSINESS_DAY: CalendarPolicy
+CALENDAR_POLICY_PREVIOUS_BUSINESS_DAY: CalendarPolicy
 JOB_STATUS_UNSPECIFIED: JobStatus
 JOB_STATUS_ACTIVE: JobStatus
 JOB_STATUS_PAUSED: JobStatus
@@ -164,7 +175,7 @@ class RetryPolicy(_message.Message):
     def __init__(self, max_attempts: _Optional[int] = ..., backoff_base: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., backoff_cap: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class JobPolicies(_message.Message):
-    __slots__ = ("retry", "idempotent", "misfire", "misfire_grace", "misfire_replay_cap", "overlap", "timeout", "priority", "pool", "notify_url", "deadline", "notify_after_failures", "concurrency_key", "concurrency_key_field", "concurrency_limit")
+    __slots__ = ("retry", "idempotent", "misfire", "misfire_grace", "misfire_replay_cap", "overlap", "timeout", "priority", "pool", "notify_url", "deadline", "notify_after_failures", "concurrency_key", "concurrency_key_field", "concurrency_limit", "calendars", "calendar_policy")
     RETRY_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENT_FIELD_NUMBER: _ClassVar[int]
     MISFIRE_FIELD_NUMBER: _ClassVar[int]
@@ -180,6 +191,8 @@ class JobPolicies(_message.Message):
     CONCURRENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     CONCURRENCY_KEY_FIELD_FIELD_NUMBER: _ClassVar[int]
     CONCURRENCY_LIMIT_FIELD_NUMBER: _ClassVar[int]
+    CALENDARS_FIELD_NUMBER: _ClassVar[int]
+    CALENDAR_POLICY_FIELD_NUMBER: _ClassVar[int]
     retry: RetryPolicy
     idempotent: bool
     misfire: MisfirePolicy
@@ -195,7 +208,9 @@ class JobPolicies(_message.Message):
     concurrency_key: str
     concurrency_key_field: str
     concurrency_limit: int
-    def __init__(self, retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: _Optional[bool] = ..., misfire: _Optional[_Union[MisfirePolicy, str]] = ..., misfire_grace: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., misfire_replay_cap: _Optional[int] = ..., overlap: _Optional[_Union[OverlapPolicy, str]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., priority: _Optional[int] = ..., pool: _Optional[str] = ..., notify_url: _Optional[str] = ..., deadline: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., notify_after_failures: _Optional[int] = ..., concurrency_key: _Optional[str] = ..., concurrency_key_field: _Optional[str] = ..., concurrency_limit: _Optional[int] = ...) -> None: ...
+    calendars: _containers.RepeatedScalarFieldContainer[str]
+    calendar_policy: CalendarPolicy
+    def __init__(self, retry: _Optional[_Union[RetryPolicy, _Mapping]] = ..., idempotent: _Optional[bool] = ..., misfire: _Optional[_Union[MisfirePolicy, str]] = ..., misfire_grace: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., misfire_replay_cap: _Optional[int] = ..., overlap: _Optional[_Union[OverlapPolicy, str]] = ..., timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., priority: _Optional[int] = ..., pool: _Optional[str] = ..., notify_url: _Optional[str] = ..., deadline: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., notify_after_failures: _Optional[int] = ..., concurrency_key: _Optional[str] = ..., concurrency_key_field: _Optional[str] = ..., concurrency_limit: _Optional[int] = ..., calendars: _Optional[_Iterable[str]] = ..., calendar_policy: _Optional[_Union[CalendarPolicy, str]] = ...) -> None: ...
 
 class Job(_message.Message):
     __slots__ = ("id", "name", "task_type", "payload", "schedule", "policies", "status", "version", "created_at", "updated_at", "warnings", "last_run", "next_run_at", "http", "attention", "pause_note", "paused_by", "paused_at")
@@ -354,13 +369,21 @@ class Execution(_message.Message):
     def __init__(self, id: _Optional[str] = ..., job_id: _Optional[str] = ..., job_version: _Optional[int] = ..., scheduled_for: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., fire_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., status: _Optional[_Union[ExecutionStatus, str]] = ..., reason: _Optional[str] = ..., attempt: _Optional[int] = ..., fence: _Optional[int] = ..., attempts: _Optional[_Iterable[_Union[Attempt, _Mapping]]] = ..., trigger: _Optional[str] = ..., error: _Optional[str] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., executor_id: _Optional[str] = ..., priority: _Optional[int] = ..., retries: _Optional[_Iterable[_Union[Retry, _Mapping]]] = ..., waiting: _Optional[str] = ..., waiting_detail: _Optional[str] = ..., lateness_s: _Optional[float] = ..., not_late_because: _Optional[str] = ..., deadline_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., deadline_missed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., concurrency_key: _Optional[str] = ...) -> None: ...
 
 class NextRun(_message.Message):
-    __slots__ = ("instant", "wall_time", "time_zone", "note")
+    __slots__ = ("instant", "wall_time", "time_zone", "note", "skipped", "moved_from", "calendar", "calendar_reason")
     INSTANT_FIELD_NUMBER: _ClassVar[int]
     WALL_TIME_FIELD_NUMBER: _ClassVar[int]
     TIME_ZONE_FIELD_NUMBER: _ClassVar[int]
     NOTE_FIELD_NUMBER: _ClassVar[int]
+    SKIPPED_FIELD_NUMBER: _ClassVar[int]
+    MOVED_FROM_FIELD_NUMBER: _ClassVar[int]
+    CALENDAR_FIELD_NUMBER: _ClassVar[int]
+    CALENDAR_REASON_FIELD_NUMBER: _ClassVar[int]
     instant: _timestamp_pb2.Timestamp
     wall_time: str
     time_zone: str
     note: str
-    def __init__(self, instant: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., wall_time: _Optional[str] = ..., time_zone: _Optional[str] = ..., note: _Optional[str] = ...) -> None: ...
+    skipped: bool
+    moved_from: _timestamp_pb2.Timestamp
+    calendar: str
+    calendar_reason: str
+    def __init__(self, instant: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., wall_time: _Optional[str] = ..., time_zone: _Optional[str] = ..., note: _Optional[str] = ..., skipped: _Optional[bool] = ..., moved_from: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., calendar: _Optional[str] = ..., calendar_reason: _Optional[str] = ...) -> None: ...

@@ -1,0 +1,1 @@
+SELECT * FROM calendars WHERE tenant_id = %(tenant_id)s AND name = %(name)s

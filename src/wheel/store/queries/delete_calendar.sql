@@ -1,0 +1,2 @@
+DELETE FROM calendars WHERE id = %(id)s AND tenant_id = %(tenant_id)s
+RETURNING *
