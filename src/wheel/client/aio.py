@@ -293,8 +293,8 @@ class AsyncClient(TenantAndClusterCalls, CalendarCalls):
         """
         if base is None:
             base = await self.get_job(job_id)
-        elif str(base.id) != str(job_id):
-            raise InvalidArgument("base", f"is job {base.id}, not {job_id}")
+        elif str(job_id) not in (str(base.id), base.name):
+            raise InvalidArgument("base", f"is job {base.id} ({base.name}), not {job_id}")
         if task_type is None:  # an HTTP task's follows its URL
             task_type = http.task_type if http is not None else base.task_type
         spec = JobSpec(
@@ -306,7 +306,8 @@ class AsyncClient(TenantAndClusterCalls, CalendarCalls):
             http=base.http if http is None else http,
         )
         request = api.UpdateJobRequest(
-            job=requests.job_message(spec, str(job_id), expected_version)
+            # The job read, by id: a name given as job_id names it.
+            job=requests.job_message(spec, str(base.id), expected_version)
         )
         return messages.job(
             await self._transport.call(lambda s: s.jobs.UpdateJob, request, retry=False)

@@ -139,6 +139,18 @@ async def test_update_from_a_job_already_read_skips_the_read(
     assert caught.value.field == "base"
 
 
+async def test_update_by_name_with_the_job_read_sends_its_id(
+    client: AsyncClient, api: FakeApi
+) -> None:
+    """`wheel jobs update NAME` reads the job by name and passes it as the base."""
+    job = await client.get_job(seed_job(api, "nightly").id)
+    updated = await client.update_job(
+        "nightly", expected_version=job.version, base=job, name="renamed"
+    )
+    assert api.called("UpdateJob")[0].request.job.id == str(job.id)
+    assert updated.name == "renamed"
+
+
 async def test_pause_resume_delete(client: AsyncClient, api: FakeApi) -> None:
     ident = seed_job(api).id
     assert (await client.pause_job(ident)).status is JobStatus.PAUSED
