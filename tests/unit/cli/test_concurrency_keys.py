@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import io
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-import click
 import pytest
-from click.testing import CliRunner, Result
 from rich.console import Console
 
-from tests.unit.client.fake_api import FakeApi, serving
-from tests.unit.client.helpers import TOKEN, seed_job
+from tests.unit.cli.invoking import ok, run
+from tests.unit.client.fake_api import FakeApi
+from tests.unit.client.helpers import seed_job
 from wheel.api.convert import policies_from, policies_to
 from wheel.cli import show
 from wheel.cli.jobs import jobs
@@ -22,28 +20,6 @@ from wheel.client import types
 from wheel.model.executions import ExecutionStatus, Trigger
 from wheel.model.ids import ExecutionId, JobId
 from wheel.model.jobs import Policies
-
-WIDE = {"COLUMNS": "250", "WHEEL_ENDPOINTS": "", "WHEEL_TOKEN": ""}
-
-
-@pytest.fixture
-def api() -> FakeApi:
-    return FakeApi()
-
-
-@pytest.fixture
-def address(api: FakeApi) -> Iterator[str]:
-    with serving(api) as served:
-        yield served
-
-
-def run(group: click.Group, address: str, *args: str) -> Result:
-    return CliRunner().invoke(group, [*args, "--endpoint", address, "--token", TOKEN], env=WIDE)
-
-
-def ok(result: Result) -> str:
-    assert result.exit_code == 0, result.output
-    return result.stdout
 
 
 def test_create_sends_the_key_and_its_limit(address: str, api: FakeApi) -> None:

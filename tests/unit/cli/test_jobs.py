@@ -7,16 +7,15 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import click
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
-from tests.unit.client.fake_api import DST_NOTE, NOW, FakeApi, serving
+from tests.unit.cli.invoking import WIDE, ok, run
+from tests.unit.client.fake_api import DST_NOTE, NOW, FakeApi
 from tests.unit.client.helpers import TOKEN, seed_job
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.api.convert import policies_from, schedule_from, schedule_to
@@ -26,31 +25,6 @@ from wheel.client import every
 from wheel.errors import InvalidArgument, Unauthenticated
 from wheel.model.jobs import DstFold, IntervalDst, MisfirePolicy, OverlapPolicy, ScheduleKind
 from wheel.timestamps import to_datetime
-
-WIDE = {"COLUMNS": "250", "WHEEL_ENDPOINTS": "", "WHEEL_TOKEN": ""}
-
-
-@pytest.fixture
-def api() -> FakeApi:
-    return FakeApi()
-
-
-@pytest.fixture
-def address(api: FakeApi) -> Iterator[str]:
-    with serving(api) as served:
-        yield served
-
-
-def run(group: click.Group, address: str, *args: str, **env: str) -> Result:
-    connection = ["--endpoint", address, "--token", TOKEN]
-    return CliRunner().invoke(group, [*args, *connection], env={**WIDE, **env})
-
-
-def ok(result: Result) -> str:
-    assert result.exit_code == 0, result.output
-    assert TOKEN not in result.output
-    return result.stdout
-
 
 # -- jobs ----------------------------------------------------------------------------------
 

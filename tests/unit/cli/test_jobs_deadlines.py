@@ -3,40 +3,22 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from datetime import timedelta
 
 import click
 import pytest
-from click.testing import CliRunner, Result
 
-from tests.unit.client.fake_api import FakeApi, serving
-from tests.unit.client.helpers import TOKEN, seed_job
+from tests.unit.cli.invoking import run
+from tests.unit.client.fake_api import FakeApi
+from tests.unit.client.helpers import seed_job
 from wheel.api.convert import policies_from, policies_to
 from wheel.cli.jobs import jobs
 from wheel.cli.jobs_file import read_toml
 from wheel.model.jobs import Policies
 
-WIDE = {"COLUMNS": "250", "WHEEL_ENDPOINTS": "", "WHEEL_TOKEN": ""}
-
-
-@pytest.fixture
-def api() -> FakeApi:
-    return FakeApi()
-
-
-@pytest.fixture
-def address(api: FakeApi) -> Iterator[str]:
-    with serving(api) as served:
-        yield served
-
-
-def run(address: str, *args: str) -> Result:
-    return CliRunner().invoke(jobs, [*args, "--endpoint", address, "--token", TOKEN], env=WIDE)
-
 
 def test_create_sends_the_deadline_and_the_streak_length(address: str, api: FakeApi) -> None:
-    result = run(address, "create", "n", "--task", "t", "--cron", "0 9 * * *",
+    result = run(jobs, address, "create", "n", "--task", "t", "--cron", "0 9 * * *",
                  "--deadline", "30m", "--notify-after-failures", "3")  # fmt: skip
     assert result.exit_code == 0, result.output
     sent = policies_from(api.called("CreateJob")[0].request.policies)
@@ -55,7 +37,7 @@ def test_create_sends_the_deadline_and_the_streak_length(address: str, api: Fake
 def test_a_bad_value_is_a_usage_error_naming_its_option(
     address: str, api: FakeApi, args: list[str], option: str, reason: str
 ) -> None:
-    result = run(address, "create", "n", "--task", "t", "--now", *args)
+    result = run(jobs, address, "create", "n", "--task", "t", "--now", *args)
     assert result.exit_code == 2, result.output
     assert f"'{option}'" in result.stderr
     assert reason in result.stderr
@@ -65,12 +47,14 @@ def test_a_bad_value_is_a_usage_error_naming_its_option(
 def test_update_sets_and_removes_the_deadline(address: str, api: FakeApi) -> None:
     seeded = seed_job(api)
     seeded.policies.CopyFrom(policies_to(Policies(deadline=timedelta(hours=1))))
-    result = run(address, "update", seeded.id, "--version", "3", "--no-deadline",
+    result = run(jobs, address, "update", seeded.id, "--version", "3", "--no-deadline",
                  "--notify-after-failures", "2")  # fmt: skip
     assert result.exit_code == 0, result.output
     sent = policies_from(api.called("UpdateJob")[0].request.job.policies)
     assert (sent.deadline, sent.notify_after_failures) == (None, 2)
-    both = run(address, "update", seeded.id, "--version", "3", "--no-deadline", "--deadline", "1m")
+    both = run(
+        jobs, address, "update", seeded.id, "--version", "3", "--no-deadline", "--deadline", "1m"
+    )
     assert both.exit_code == 2
     assert "--deadline or --no-deadline" in both.stderr
 

@@ -7,29 +7,17 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner
 
-from tests.unit.client.fake_api import NOW, FakeApi, serving
+from tests.unit.client.fake_api import NOW, FakeApi
 from tests.unit.client.helpers import TOKEN, seed_job
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.cli.jobs import executions, jobs
 from wheel.cli.main import cli
 
 ENV = {"COLUMNS": "80", "WHEEL_ENDPOINTS": "", "WHEEL_TOKEN": ""}
-
-
-@pytest.fixture
-def api() -> FakeApi:
-    return FakeApi()
-
-
-@pytest.fixture
-def address(api: FakeApi) -> Iterator[str]:
-    with serving(api) as served:
-        yield served
 
 
 def invoke(group: object, address: str, *args: str) -> tuple[str, str]:

@@ -4,28 +4,14 @@ ago and why."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
-import pytest
-
-from tests.unit.cli.test_jobs import ok, run
-from tests.unit.client.fake_api import PAUSED_BY, FakeApi, serving
+from tests.unit.cli.invoking import ok, run
+from tests.unit.client.fake_api import PAUSED_BY, FakeApi
 from tests.unit.client.helpers import seed_job
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.cli.jobs import jobs
 
 SAID = f"paused by {PAUSED_BY} 2 h ago: vendor outage, INC-123"
-
-
-@pytest.fixture
-def api() -> FakeApi:
-    return FakeApi()
-
-
-@pytest.fixture
-def address(api: FakeApi) -> Iterator[str]:
-    with serving(api) as served:
-        yield served
 
 
 def test_pause_sends_the_note_and_every_view_says_who_when_and_why(

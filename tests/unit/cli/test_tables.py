@@ -7,29 +7,15 @@ id, which `explain` needs, whole under its row when the row has no room for it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from click.testing import CliRunner
 
-from tests.unit.client.fake_api import NOW, FakeApi, serving
+from tests.unit.client.fake_api import NOW, FakeApi
 from tests.unit.client.helpers import TOKEN, seed_job
 from wheel._proto.wheel.v1 import common_pb2 as pb
 from wheel.cli.jobs import executions, jobs
 from wheel.cli.table import Col, render
 
 RUN_HEADERS = ["scheduled", "job", "status", "try", "late", "took", "detail"]
-
-
-@pytest.fixture
-def api() -> FakeApi:
-    return FakeApi()
-
-
-@pytest.fixture
-def address(api: FakeApi) -> Iterator[str]:
-    with serving(api) as served:
-        yield served
 
 
 def listing(group: object, address: str, *args: str, columns: int = 80) -> list[str]:
